@@ -1,0 +1,175 @@
+#include "actors/bootstrap/launch_env.hpp"
+
+#include <cctype>
+#include <climits>
+#include <cstdlib>
+
+namespace hcomm::boot {
+namespace {
+
+/// The value of `name`, or "" when unset (set-but-empty counts as unset).
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+std::string trim(const std::string& s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+Status invalid(std::string message) {
+  return Status(HCOMM_ERR_INVALID_ARG, std::move(message));
+}
+
+/// One launcher family: its name and the variables that carry rank and size.
+struct Family {
+  const char* source;
+  const char* rank_var;
+  const char* size_var;
+  const char* size_var_alt;  ///< an older spelling of size_var, or nullptr
+};
+
+constexpr Family kFamilies[] = {
+    {"HCOMM", "HCOMM_RANK", "HCOMM_WORLD_SIZE", nullptr},
+    {"torchrun", "RANK", "WORLD_SIZE", nullptr},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
+};
+
+/// Fills rank, world_size and source from the first family with any of its variables set.
+Status read_rank_and_size(LaunchEnv* out) {
+  for (const Family& f : kFamilies) {
+    std::string rank_s = env(f.rank_var);
+    const char* size_name = f.size_var;
+    std::string size_s = env(f.size_var);
+    if (size_s.empty() && f.size_var_alt != nullptr) {
+      size_name = f.size_var_alt;
+      size_s = env(f.size_var_alt);
+    }
+    if (rank_s.empty() && size_s.empty()) continue;
+    if (rank_s.empty() || size_s.empty()) {
+      const char* set = rank_s.empty() ? size_name : f.rank_var;
+      const char* unset = rank_s.empty() ? f.rank_var : f.size_var;
+      return invalid(std::string(set) + " is set but " + unset + " is not (" + f.source +
+                     " launch): set both, or neither");
+    }
+    auto size = parse_env_int(size_name, size_s, 1, INT_MAX);
+    if (!size) return size.status();
+    auto rank = parse_env_int(f.rank_var, rank_s, 0, INT_MAX);
+    if (!rank) return rank.status();
+    if (*rank >= *size) {
+      return invalid(std::string(f.rank_var) + "=" + rank_s + " is out of range for " + size_name +
+                     "=" + size_s + ": ranks are 0.." + std::to_string(*size - 1));
+    }
+    out->rank = static_cast<int>(*rank);
+    out->world_size = static_cast<int>(*size);
+    out->source = f.source;
+    return Status();
+  }
+  return Status();
+}
+
+/// Fills root_addr from HCOMM_ROOT_ADDR, else MASTER_ADDR + MASTER_PORT.
+Status read_root_addr(LaunchEnv* out) {
+  std::string root = trim(env("HCOMM_ROOT_ADDR"));
+  if (!root.empty()) {
+    auto hp = parse_host_port(root);
+    if (!hp) return invalid("HCOMM_ROOT_ADDR='" + root + "': " + hp.status().message());
+    out->root_addr = root;
+    return Status();
+  }
+  std::string addr = trim(env("MASTER_ADDR"));
+  std::string port = env("MASTER_PORT");
+  if (addr.empty() && port.empty()) return Status();
+  if (addr.empty()) {
+    return invalid("MASTER_PORT=" + port + " is set but MASTER_ADDR is not: set both, or set " +
+                   "HCOMM_ROOT_ADDR=host:port");
+  }
+  if (port.empty()) {
+    return invalid("MASTER_ADDR=" + addr + " is set but MASTER_PORT is not: set both, or set " +
+                   "HCOMM_ROOT_ADDR=host:port");
+  }
+  auto p = parse_env_int("MASTER_PORT", port, 0, 65535);
+  if (!p) return p.status();
+  std::string joined = addr + ":" + std::to_string(*p);
+  auto hp = parse_host_port(joined);
+  if (!hp) return invalid("MASTER_ADDR='" + addr + "': " + hp.status().message());
+  out->root_addr = joined;
+  return Status();
+}
+
+}  // namespace
+
+Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
+                                int64_t max) {
+  std::string t = trim(value);
+  auto fail = [&](const char* what) {
+    return invalid(std::string(name) + "='" + value + "' " + what + ": expected an integer in [" +
+                   std::to_string(min) + ", " + std::to_string(max) + "]");
+  };
+  size_t i = 0;
+  bool negative = false;
+  if (i < t.size() && (t[i] == '-' || t[i] == '+')) negative = t[i++] == '-';
+  if (i == t.size()) return fail("is not a number");
+  // Accumulate as a negative number so that INT64_MIN parses too.
+  int64_t acc = 0;
+  for (; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return fail("is not a number");
+    int digit = t[i] - '0';
+    if (acc < (INT64_MIN + digit) / 10) return fail("is out of range");
+    acc = acc * 10 - digit;
+  }
+  if (!negative && acc == INT64_MIN) return fail("is out of range");
+  int64_t v = negative ? acc : -acc;
+  if (v < min || v > max) return fail("is out of range");
+  return v;
+}
+
+Expected<HostPort> parse_host_port(const std::string& s) {
+  const std::string example = "expected host:port, e.g. 10.0.0.1:29500 or node001:29500";
+  if (s.empty()) return invalid("the address is empty; " + example);
+  if (s.front() == '[' || s.find(':') != s.rfind(':')) {
+    return invalid("'" + s + "' looks like an IPv6 address, which is not supported yet; " +
+                   "use an IPv4 address or a host name (" + example + ")");
+  }
+  size_t colon = s.find(':');
+  if (colon == std::string::npos) return invalid("'" + s + "' has no port; " + example);
+  HostPort hp;
+  hp.host = s.substr(0, colon);
+  std::string port = s.substr(colon + 1);
+  if (hp.host.empty()) return invalid("'" + s + "' has no host; " + example);
+  for (char c : hp.host) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
+      return invalid("'" + s + "' has an invalid character '" + std::string(1, c) +
+                     "' in the host; " + example);
+    }
+  }
+  if (port.empty() || port.size() > 5) {
+    return invalid("'" + s + "' has no valid port (0..65535); " + example);
+  }
+  unsigned value = 0;
+  for (char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      return invalid("'" + s + "' has no valid port (0..65535); " + example);
+    }
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value > 65535) return invalid("'" + s + "' has a port above 65535; " + example);
+  hp.port = static_cast<uint16_t>(value);
+  return hp;
+}
+
+Expected<LaunchEnv> read_launch_env() {
+  LaunchEnv out;
+  Status st = read_rank_and_size(&out);
+  if (!st.ok()) return st;
+  st = read_root_addr(&out);
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace hcomm::boot

@@ -1,0 +1,47 @@
+// Bootstrap: who this process is, as its launcher told it through the environment.
+//
+// Launchers understood, first match wins for rank and size:
+//   HCOMM     HCOMM_RANK, HCOMM_WORLD_SIZE                (hcomm-run, or set by hand)
+//   torchrun  RANK, WORLD_SIZE
+//   Open MPI  OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE
+//   Slurm     SLURM_PROCID, SLURM_NTASKS (SLURM_NPROCS on old releases)
+// The root address is looked up on its own, whichever family gave the rank: HCOMM_ROOT_ADDR, else
+// MASTER_ADDR + MASTER_PORT. A variable set to the empty string counts as unset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hcomm/status.hpp"
+
+namespace hcomm::boot {
+
+struct LaunchEnv {
+  int rank = -1;          ///< -1: no launcher variable found
+  int world_size = -1;    ///< -1: no launcher variable found
+  std::string root_addr;  ///< "host:port" of the rendezvous root, or empty when none is set
+  std::string source;  ///< who gave rank and size: "HCOMM", "torchrun", "Open MPI", "Slurm", or ""
+};
+
+/// Reads the launcher variables of the process environment. Finding none is not an error (the
+/// fields keep their "unset" values). Fails with HCOMM_ERR_INVALID_ARG naming the variable and its
+/// value when one does not parse, when only half of a rank/size pair is set, or when the rank is
+/// not in [0, world_size).
+Expected<LaunchEnv> read_launch_env();
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// Splits "host:port" (host: IPv4 dotted quad or a host name; port: 0..65535, where 0 asks for an
+/// ephemeral port wherever the caller allows it). IPv6 ("[::1]:29500", "::1") is refused with
+/// HCOMM_ERR_INVALID_ARG and a message saying so; so is anything else that does not parse.
+Expected<HostPort> parse_host_port(const std::string& s);
+
+/// Parses `value`, the content of environment variable `name`, as a decimal integer in
+/// [min, max] (surrounding blanks allowed). The error names the variable, the value and the range.
+Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
+                                int64_t max);
+
+}  // namespace hcomm::boot

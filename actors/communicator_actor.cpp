@@ -1,0 +1,291 @@
+// The communicator actor, the connection-manager actors, and the creation sequence that starts
+// them. The one translation unit (with runtime.cpp) that includes CAF's heavy headers.
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <future>
+#include <map>
+#include <random>
+
+#include "actors/bootstrap/interface_address.hpp"
+#include "actors/bootstrap/launch_env.hpp"
+#include "actors/bootstrap/store_client.hpp"
+#include "actors/communicator_control.hpp"
+#include "actors/data_plane.hpp"
+#include "actors/messages.hpp"
+#include "actors/runtime.hpp"
+#include "collectives/algorithms.hpp"
+#include "log/log.hpp"
+
+namespace hcomm::actors {
+
+// ---------------------------------------------------------------------------------------------
+// communicator actor
+
+struct CommunicatorState {
+  std::shared_ptr<Runtime> runtime;
+  std::shared_ptr<DataPlane> plane;
+  coll::PlanContext plan;
+  std::shared_ptr<detail::Completion> ready;  // completed when every peer is up (or one failed)
+  int peers_up = 0;
+  uint64_t next_seq = 1;
+  std::map<std::pair<int, int>, uint32_t> sends, recvs;  // (peer, tag) → messages so far
+  std::vector<connection_manager_actor> managers;
+};
+
+struct ManagerState {
+  std::shared_ptr<Runtime> runtime;
+  std::shared_ptr<DataPlane> plane;
+  int peer = -1;
+  std::string endpoint;
+  std::string described;
+  transport::ProgressEngine::Clock::time_point deadline;
+  communicator_actor parent;
+};
+
+namespace {
+
+/// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
+/// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
+uint64_t p2p_key(int tag, uint32_t nth) {
+  return (uint64_t{1} << 63) | (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) |
+         nth;
+}
+
+connection_manager_actor::behavior_type connection_manager(
+    connection_manager_actor::stateful_pointer<ManagerState> self, ManagerState init) {
+  self->state = std::move(init);
+  return {
+      [=](connect_atom) {
+        auto& st = self->state;
+        auto me = connection_manager_actor{self};
+        auto plane = st.plane;
+        int peer = st.peer;
+        std::string endpoint = st.endpoint;
+        auto deadline = st.deadline;
+        st.runtime->engine().post([plane, peer, endpoint, deadline, me] {
+          plane->connect_peer(
+              peer, endpoint, deadline,
+              [me, plane, peer](const Status& s) {
+                if (s.ok())
+                  caf::anon_send(me, link_up_atom::value, std::string("rank ") + std::to_string(peer));
+                else
+                  caf::anon_send(me, link_fail_atom::value, s.message());
+              },
+              [me](const Status& s) { caf::anon_send(me, link_down_atom::value, s.message()); });
+        });
+      },
+      [=](link_up_atom, const std::string&) {
+        self->send(self->state.parent, peer_up_atom::value, static_cast<int32_t>(self->state.peer));
+      },
+      [=](link_fail_atom, const std::string& why) {
+        HCOMM_LOG(warn, log::kNet, "cannot reach rank %d (%s): %s", self->state.peer,
+                  self->state.endpoint.c_str(), why.c_str());
+        self->send(self->state.parent, peer_fail_atom::value, static_cast<int32_t>(self->state.peer),
+                   why);
+      },
+      [=](link_down_atom, const std::string& why) {
+        HCOMM_LOG(warn, log::kNet, "link to rank %d (%s) failed: %s", self->state.peer,
+                  self->state.endpoint.c_str(), why.c_str());
+        self->send(self->state.parent, link_down_atom::value, static_cast<int32_t>(self->state.peer),
+                   why);
+      },
+  };
+}
+
+communicator_actor::behavior_type communicator(
+    communicator_actor::stateful_pointer<CommunicatorState> self, CommunicatorState init,
+    std::vector<std::string> endpoints, transport::ProgressEngine::Clock::time_point deadline) {
+  self->state = std::move(init);
+  auto& st = self->state;
+  for (int peer = 0; peer < st.plan.size; ++peer) {
+    if (peer == st.plan.rank) continue;
+    ManagerState m;
+    m.runtime = st.runtime;
+    m.plane = st.plane;
+    m.peer = peer;
+    m.endpoint = endpoints[static_cast<size_t>(peer)];
+    m.deadline = deadline;
+    m.parent = communicator_actor{self};
+    auto manager = self->spawn<caf::linked>(connection_manager, std::move(m));
+    self->send(manager, connect_atom::value);
+    st.managers.push_back(manager);
+  }
+  if (st.plan.size == 1) st.ready->complete({});
+  return {
+      [=](submit_atom, coll::OperationPtr op) {
+        auto& s = self->state;
+        if (coll::is_collective(op->kind)) {
+          op->seq = s.next_seq++;
+        } else if (op->peer >= 0 && op->peer < s.plan.size) {
+          auto& counters = op->kind == coll::OpKind::send ? s.sends : s.recvs;
+          op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
+        }
+        auto schedule = std::make_shared<coll::Schedule>();
+        if (op->invalid.ok()) *schedule = coll::plan(*op, s.plan);
+        HCOMM_LOG(trace, log::kColl, "%s #%llu: %zu steps", coll::op_kind_name(op->kind),
+                  static_cast<unsigned long long>(op->seq), schedule->steps().size());
+        auto plane = s.plane;
+        s.runtime->engine().post([plane, op = std::move(op), schedule] {
+          plane->start(op, std::move(*schedule));
+        });
+      },
+      [=](peer_up_atom, int32_t) {
+        auto& s = self->state;
+        if (++s.peers_up == s.plan.size - 1) s.ready->complete({});
+      },
+      [=](peer_fail_atom, int32_t peer, const std::string& why) {
+        self->state.ready->complete(
+            {HCOMM_ERR_TIMEOUT, "rank " + std::to_string(peer) + " unreachable: " + why});
+      },
+      [=](link_down_atom, int32_t, const std::string&) {
+        // Operations on the link were failed by the engine; failover (a later release) hooks
+        // in here.
+      },
+  };
+}
+
+uint64_t random_uid() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// creation
+
+struct CommunicatorControl::State {
+  std::shared_ptr<Runtime> runtime;
+  std::shared_ptr<DataPlane> plane;
+  communicator_actor actor;
+};
+
+Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(const Config& cfg) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + cfg.connect_timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+
+  auto root = boot::parse_host_port(cfg.root_addr);
+  if (!root.ok()) return root.status();
+  auto local = boot::pick_local_address(cfg.socket_ifname, root->host);
+  if (!local.ok()) return local.status();
+
+  auto runtime = Runtime::acquire(cfg);
+  if (cfg.rank == 0) {
+    Status st = runtime->host_store(root->host, root->port);
+    if (!st.ok()) return st;
+  }
+  auto store = boot::StoreClient::connect(root->host, root->port, left());
+  if (!store.ok()) return store.status();
+  auto& client = *store.value();
+
+  const std::string prefix = "comm/" + std::to_string(runtime->next_generation()) + "/";
+  uint64_t uid = 0;
+  if (cfg.rank == 0) {
+    uid = random_uid();
+    Status st = client.set(prefix + "uid", std::to_string(uid));
+    if (!st.ok()) return st;
+  } else {
+    auto v = client.get(prefix + "uid", left());
+    if (!v.ok())
+      return Status{v.status().code(), "waiting for rank 0 at " + cfg.root_addr + ": " +
+                                           v.status().message()};
+    uid = std::stoull(v.value());
+  }
+
+  auto listener = transport::tcp::TcpListener::bind(runtime->engine(), local.value(), uid,
+                                                     cfg.world_size);
+  if (!listener.ok()) return listener.status();
+  Status st = client.set(prefix + "addr/" + std::to_string(cfg.rank), listener.value()->endpoint());
+  if (!st.ok()) return st;
+  std::vector<std::string> keys;
+  for (int r = 0; r < cfg.world_size; ++r) keys.push_back(prefix + "addr/" + std::to_string(r));
+  std::vector<std::string> missing;
+  st = client.wait(keys, left(), &missing);
+  if (!st.ok()) {
+    if (st.code() != HCOMM_ERR_TIMEOUT) return st;
+    std::string ranks;
+    for (auto& k : missing) ranks += (ranks.empty() ? "" : ", ") + k.substr(k.rfind('/') + 1);
+    return Status{HCOMM_ERR_TIMEOUT,
+                  "rank(s) " + ranks + " of " + std::to_string(cfg.world_size) +
+                      " never arrived at the rendezvous " + cfg.root_addr + " within " +
+                      std::to_string(cfg.connect_timeout.count()) +
+                      " ms: start every rank (HCOMM_WORLD_SIZE=" + std::to_string(cfg.world_size) +
+                      ") or raise HCOMM_CONNECT_TIMEOUT_MS"};
+  }
+  std::vector<std::string> endpoints(static_cast<size_t>(cfg.world_size));
+  for (int r = 0; r < cfg.world_size; ++r) {
+    auto v = client.get(keys[static_cast<size_t>(r)], left());
+    if (!v.ok()) return v.status();
+    endpoints[static_cast<size_t>(r)] = v.value();
+  }
+  HCOMM_LOG(info, log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
+            cfg.world_size, endpoints[static_cast<size_t>(cfg.rank)].c_str(),
+            cfg.root_addr.c_str());
+
+  DataPlaneParams params;
+  params.comm_uid = uid;
+  params.comm_id = static_cast<uint32_t>(uid ^ (uid >> 32));
+  params.rank = cfg.rank;
+  params.size = cfg.world_size;
+  params.streams_per_peer = cfg.sockets_per_peer;
+  params.socket_options = {cfg.send_buf_size, cfg.recv_buf_size};
+  auto plane = std::make_shared<DataPlane>(runtime->engine(), std::move(listener.value()), params);
+
+  CommunicatorState cs;
+  cs.runtime = runtime;
+  cs.plane = plane;
+  cs.plan = {cfg.rank, cfg.world_size, cfg.chunk_bytes};
+  cs.ready = std::make_shared<detail::Completion>();
+  auto ready = cs.ready;
+  auto actor = runtime->system().spawn(communicator, std::move(cs), endpoints, deadline);
+
+  auto state = std::make_unique<State>();
+  state->runtime = runtime;
+  state->plane = plane;
+  state->actor = actor;
+  std::unique_ptr<CommunicatorControl> control(new CommunicatorControl(std::move(state)));
+  // A little past the deadline: the links report their own timeouts with better messages.
+  if (!ready->wait_until(deadline + std::chrono::seconds(2)))
+    return Status{HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
+                                         std::to_string(cfg.connect_timeout.count()) + " ms"};
+  if (!ready->status().ok()) return ready->status();
+  HCOMM_LOG(info, log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer",
+            cfg.rank, cfg.world_size, cfg.sockets_per_peer);
+  return control;
+}
+
+CommunicatorControl::CommunicatorControl(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+CommunicatorControl::~CommunicatorControl() {
+  caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
+  auto closed = std::make_shared<std::promise<void>>();
+  auto future = closed->get_future();
+  auto plane = state_->plane;
+  state_->runtime->engine().post([plane, closed] {
+    plane->close(std::chrono::milliseconds(2000), [closed] { closed->set_value(); });
+  });
+  future.wait_for(std::chrono::seconds(5));
+  // The data plane is destroyed on the engine thread, where its links live.
+  std::promise<void> destroyed;
+  auto gone = destroyed.get_future();
+  state_->runtime->engine().post([plane = std::move(state_->plane), &destroyed]() mutable {
+    plane.reset();
+    destroyed.set_value();
+  });
+  gone.wait();
+}
+
+void CommunicatorControl::submit(coll::OperationPtr op) {
+  caf::anon_send(state_->actor, submit_atom::value, std::move(op));
+}
+
+}  // namespace hcomm::actors

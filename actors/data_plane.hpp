@@ -1,0 +1,70 @@
+// The engine-side objects of one communicator: its listener, one link per peer and the schedule
+// executor. Lives on the progress engine's thread; the actors reach it only through
+// ProgressEngine::post().
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/schedule_executor.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/tcp/tcp_link.hpp"
+#include "transport/tcp/tcp_listener.hpp"
+
+namespace hcomm::actors {
+
+struct DataPlaneParams {
+  uint32_t comm_id = 0;
+  uint64_t comm_uid = 0;
+  int rank = 0;
+  int size = 1;
+  int streams_per_peer = 1;
+  transport::tcp::SocketOptions socket_options;
+};
+
+class DataPlane final : public transport::LinkObserver {
+ public:
+  using Callback = std::function<void(const Status&)>;
+
+  DataPlane(transport::ProgressEngine& engine, std::unique_ptr<transport::tcp::TcpListener> listener,
+            DataPlaneParams params);
+  ~DataPlane();
+
+  /// Engine thread: establishes the link to `peer`; `on_up` runs once with the outcome,
+  /// `on_down` whenever the established link fails later.
+  void connect_peer(int peer, const std::string& endpoint,
+                    transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
+                    Callback on_down);
+  /// Engine thread: runs an operation.
+  void start(coll::OperationPtr op, coll::Schedule schedule) {
+    executor_.start(std::move(op), std::move(schedule));
+  }
+  /// Engine thread: fails what is running, says goodbye to every peer and calls `done` once each
+  /// peer has closed too or `grace` has passed.
+  void close(std::chrono::milliseconds grace, std::function<void()> done);
+
+  // transport::LinkObserver: the executor's business, plus telling the connection manager.
+  void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
+                       const std::string& reason) override {
+    executor_.on_remote_abort(peer, comm_id, op_seq, reason);
+  }
+  bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override {
+    return executor_.is_aborted(comm_id, op_seq);
+  }
+  void on_link_failed(int peer, const Status& status) override;
+
+ private:
+  void poll_closed(transport::ProgressEngine::Clock::time_point deadline,
+                   std::function<void()> done);
+
+  transport::ProgressEngine& engine_;
+  DataPlaneParams params_;
+  std::unique_ptr<transport::tcp::TcpListener> listener_;
+  coll::ScheduleExecutor executor_;
+  std::vector<std::unique_ptr<transport::tcp::TcpLink>> links_;
+  std::vector<Callback> on_down_;
+};
+
+}  // namespace hcomm::actors

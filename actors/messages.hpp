@@ -1,0 +1,55 @@
+// actors/: the control plane. One Runtime per process owns the CAF actor system and the progress
+// engine; each communicator has a communicator actor (numbers and plans its operations) and one
+// connection-manager actor per peer (establishes the peer's links and hears of their failure).
+// Bytes never pass through a mailbox: operations reach the progress engine as descriptors.
+//
+// This file: every message the actors exchange — the whole protocol in one place.
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "collectives/operation.hpp"
+
+// Operations are shared between the API thread, the actor and the engine; they never leave the
+// process, so they need no serialization.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hcomm::coll::OperationPtr)
+
+namespace hcomm::actors {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using peer_up_atom = caf::atom_constant<caf::atom("peer_up")>;
+using peer_fail_atom = caf::atom_constant<caf::atom("peer_fail")>;
+using link_up_atom = caf::atom_constant<caf::atom("link_up")>;
+using link_fail_atom = caf::atom_constant<caf::atom("link_fail")>;
+using link_down_atom = caf::atom_constant<caf::atom("link_down")>;
+
+/// One per communicator.
+using communicator_actor = caf::typed_actor<
+    /// An operation from the API: number it, plan it, hand it to the progress engine.
+    caf::reacts_to<submit_atom, coll::OperationPtr>,
+    /// A connection manager's peer is reachable (all its links up).
+    caf::reacts_to<peer_up_atom, int32_t>,
+    /// A peer could not be reached while the communicator was being created.
+    caf::reacts_to<peer_fail_atom, int32_t, std::string>,
+    /// An established peer's link failed (its operations have been failed by the engine).
+    caf::reacts_to<link_down_atom, int32_t, std::string>>;
+
+/// One per peer of a communicator.
+using connection_manager_actor = caf::typed_actor<
+    /// Establish the links to the peer.
+    caf::reacts_to<connect_atom>,
+    /// From the progress engine: the link is up ("tcp a.b.c.d:p (rank r)").
+    caf::reacts_to<link_up_atom, std::string>,
+    /// From the progress engine: establishment failed (reason).
+    caf::reacts_to<link_fail_atom, std::string>,
+    /// From the progress engine: the established link failed (reason).
+    caf::reacts_to<link_down_atom, std::string>>;
+
+}  // namespace hcomm::actors

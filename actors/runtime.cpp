@@ -1,0 +1,57 @@
+#include "actors/runtime.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/bootstrap/store_server.hpp"
+#include "log/log.hpp"
+#include "transport/progress_engine.hpp"
+
+namespace hcomm::actors {
+
+struct Runtime::SystemHolder {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+};
+
+std::shared_ptr<Runtime> Runtime::acquire(const Config& cfg) {
+  static std::mutex mutex;
+  static std::weak_ptr<Runtime> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto rt = current.lock()) return rt;
+  std::shared_ptr<Runtime> rt(new Runtime(cfg));
+  current = rt;
+  return rt;
+}
+
+Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) {
+  // The control plane is light: a couple of threads, and the default (one per core, at least 4)
+  // would compete with the progress engine and the application on small machines.
+  holder_->config.set("scheduler.max-threads", static_cast<size_t>(cfg.actor_threads));
+  holder_->config.set("logger.verbosity", caf::atom("quiet"));
+  holder_->system = std::make_unique<caf::actor_system>(holder_->config);
+  system_ = holder_->system.get();
+  engine_ = std::make_unique<transport::ProgressEngine>();
+  HCOMM_LOG(debug, log::kActor, "runtime up: %d actor thread(s), one progress engine",
+            cfg.actor_threads);
+}
+
+Runtime::~Runtime() {
+  store_.reset();
+  // Actors first (they may post to the engine), then the engine.
+  holder_->system.reset();
+  engine_.reset();
+}
+
+Status Runtime::host_store(const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  if (store_) return {};
+  auto server = boot::StoreServer::start(host, port);
+  if (!server.ok()) return server.status();
+  store_ = std::move(server.value());
+  HCOMM_LOG(info, log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
+            static_cast<unsigned>(port));
+  return {};
+}
+
+}  // namespace hcomm::actors

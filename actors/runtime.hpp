@@ -1,0 +1,51 @@
+// The per-process runtime: the CAF actor system (control plane), the progress engine (data plane)
+// and, on the rank that hosts it, the rendezvous store. Shared by the communicators of a process;
+// created with the first and destroyed with the last.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hcomm/config.hpp"
+#include "hcomm/status.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace hcomm::boot {
+class StoreServer;
+}
+
+namespace hcomm::transport {
+class ProgressEngine;
+}
+
+namespace hcomm::actors {
+
+class Runtime {
+ public:
+  static std::shared_ptr<Runtime> acquire(const Config& cfg);
+  ~Runtime();
+
+  caf::actor_system& system() { return *system_; }
+  transport::ProgressEngine& engine() { return *engine_; }
+  /// Starts the rendezvous store on host:port unless this process already hosts it.
+  Status host_store(const std::string& host, uint16_t port);
+  /// Communicators are numbered in creation order, the same on every rank.
+  uint64_t next_generation() { return generation_++; }
+
+ private:
+  explicit Runtime(const Config& cfg);
+  struct SystemHolder;
+  std::unique_ptr<SystemHolder> holder_;
+  caf::actor_system* system_ = nullptr;
+  std::unique_ptr<transport::ProgressEngine> engine_;
+  std::unique_ptr<boot::StoreServer> store_;
+  std::mutex store_mutex_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace hcomm::actors

@@ -1,0 +1,146 @@
+#include "hcomm/config.hpp"
+
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+
+#include "actors/bootstrap/launch_env.hpp"
+
+namespace hcomm {
+namespace {
+
+/// The value of `name`; empty when unset or set to "" (both mean "keep the default").
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+Status invalid(std::string message) {
+  return Status(HCOMM_ERR_INVALID_ARG, std::move(message));
+}
+
+/// Transports HCOMM_TRANSPORT accepts (the communicator reports which ones this build has).
+constexpr const char* kTransports[] = {"tcp", "shm", "rdma"};
+
+/// Parses a byte count: digits, then optionally K, M or G (powers of 1024, either case), then
+/// optionally "B" or "iB": "4096", "64K", "4M", "1GiB". The result must be in [min, max].
+Expected<size_t> parse_bytes(const char* name, const std::string& value, uint64_t min, uint64_t max,
+                             const char* accepted) {
+  auto fail = [&]() {
+    return invalid(std::string(name) + "='" + value + "' is not accepted: expected " + accepted +
+                   " (a byte count with an optional K, M or G suffix, e.g. 65536 or 4M)");
+  };
+  size_t b = 0;
+  size_t e = value.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(value[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(value[e - 1]))) --e;
+  size_t i = b;
+  uint64_t n = 0;
+  for (; i < e && std::isdigit(static_cast<unsigned char>(value[i])); ++i) {
+    if (n > (UINT64_MAX - 9) / 10) return fail();
+    n = n * 10 + static_cast<uint64_t>(value[i] - '0');
+  }
+  if (i == b) return fail();
+  std::string suffix = value.substr(i, e - i);
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        break;
+    }
+    std::string rest = shift == 0 ? suffix : suffix.substr(1);
+    if (!(rest.empty() || rest == "B" || (shift != 0 && rest == "IB"))) return fail();
+  }
+  if (shift != 0 && n > (UINT64_MAX >> shift)) return fail();
+  n <<= shift;
+  if (n < min || n > max) return fail();
+  return static_cast<size_t>(n);
+}
+
+Status apply_size(const char* name, uint64_t min, uint64_t max, const char* accepted,
+                  size_t* field) {
+  std::string v = env(name);
+  if (v.empty()) return Status();
+  auto r = parse_bytes(name, v, min, max, accepted);
+  if (!r) return r.status();
+  *field = *r;
+  return Status();
+}
+
+Status apply_int(const char* name, int64_t min, int64_t max, int* field) {
+  std::string v = env(name);
+  if (v.empty()) return Status();
+  auto r = boot::parse_env_int(name, v, min, max);
+  if (!r) return r.status();
+  *field = static_cast<int>(*r);
+  return Status();
+}
+
+Status apply_ms(const char* name, std::chrono::milliseconds* field) {
+  std::string v = env(name);
+  if (v.empty()) return Status();
+  auto r = boot::parse_env_int(name, v, 1, INT32_MAX);
+  if (!r) return Status(r.status().code(), r.status().message() + " milliseconds");
+  *field = std::chrono::milliseconds(*r);
+  return Status();
+}
+
+Status apply_transport(std::string* field) {
+  std::string v = env("HCOMM_TRANSPORT");
+  if (v.empty()) return Status();
+  std::string lower = v;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string list;
+  for (const char* t : kTransports) {
+    if (lower == t) {
+      *field = lower;
+      return Status();
+    }
+    list += list.empty() ? t : std::string(", ") + t;
+  }
+  return invalid("HCOMM_TRANSPORT='" + v + "' is not a transport: expected one of " + list);
+}
+
+}  // namespace
+
+Expected<Config> Config::from_env() {
+  Config c;
+  auto launch = boot::read_launch_env();
+  if (!launch) return launch.status();
+  c.rank = launch->rank;
+  c.world_size = launch->world_size;
+  if (!launch->root_addr.empty()) c.root_addr = launch->root_addr;
+
+  c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
+  constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
+  constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
+  Status checks[] = {
+      apply_transport(&c.transport),
+      apply_size("HCOMM_SEND_BUF_SIZE", 0, kMaxSockBuf, "0 (kernel default) or a size up to 2G-1",
+                 &c.send_buf_size),
+      apply_size("HCOMM_RECV_BUF_SIZE", 0, kMaxSockBuf, "0 (kernel default) or a size up to 2G-1",
+                 &c.recv_buf_size),
+      apply_int("HCOMM_SOCKETS_PER_PEER", 1, 16, &c.sockets_per_peer),
+      apply_size("HCOMM_CHUNK_SIZE", 64, kMaxChunk, "a size from 64 bytes to 1G", &c.chunk_bytes),
+      apply_ms("HCOMM_CONNECT_TIMEOUT_MS", &c.connect_timeout),
+      apply_ms("HCOMM_TIMEOUT_MS", &c.op_timeout),
+      apply_int("HCOMM_ACTOR_THREADS", 1, 64, &c.actor_threads),
+  };
+  for (const Status& st : checks) {
+    if (!st.ok()) return st;
+  }
+  return c;
+}
+
+}  // namespace hcomm

@@ -1,0 +1,93 @@
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
+#include "api/completion.hpp"
+#include "hcomm/work.hpp"
+
+namespace hcomm {
+namespace detail {
+namespace {
+
+// Long enough to catch a small operation's completion on a loaded 2-core machine without a
+// sleep/wake-up, short enough not to burn a core that another rank needs.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, const timespec* timeout) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, timeout,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* addr) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+}  // namespace
+
+void Completion::complete(Status status) {
+  Work::Callback cb;
+  {
+    std::lock_guard<std::mutex> lock(callback_mutex_);
+    if (completing_) return;
+    completing_ = true;
+    status_ = std::move(status);
+    state_.store(kDone, std::memory_order_release);
+    cb = std::move(callback_);
+  }
+  futex_wake_all(&state_);
+  if (cb) cb(status_);
+}
+
+bool Completion::wait_until(std::chrono::steady_clock::time_point deadline) const {
+  auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  while (!done()) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_end) continue;
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
+    timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+    futex_wait(&state_, kPending, &ts);
+  }
+  return true;
+}
+
+void Completion::on_complete(Work::Callback cb) {
+  {
+    std::lock_guard<std::mutex> lock(callback_mutex_);
+    if (!completing_) {
+      callback_ = std::move(cb);
+      return;
+    }
+  }
+  cb(status_);
+}
+
+}  // namespace detail
+
+Status Work::wait(std::chrono::milliseconds timeout) const {
+  if (!c_) return {HCOMM_ERR_INVALID_ARG, "wait() on an empty Work handle"};
+  if (!c_->wait_until(std::chrono::steady_clock::now() + timeout))
+    return {HCOMM_ERR_TIMEOUT,
+            "operation did not complete within " + std::to_string(timeout.count()) +
+                " ms: a peer may be slow, stopped, or calling a different collective; "
+                "HCOMM_DEBUG=INFO shows what each rank is doing"};
+  return c_->status();
+}
+
+bool Work::test() const { return c_ && c_->done(); }
+
+Status Work::status() const {
+  if (!c_) return {HCOMM_ERR_INVALID_ARG, "status() on an empty Work handle"};
+  if (!c_->done()) return {HCOMM_ERR_INTERNAL, "operation still running"};
+  return c_->status();
+}
+
+void Work::on_complete(Callback cb) const {
+  if (c_) c_->on_complete(std::move(cb));
+}
+
+}  // namespace hcomm

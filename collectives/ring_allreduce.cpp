@@ -1,0 +1,96 @@
+// Ring allreduce. The buffer is cut into n segments; in n-1 reduce-scatter steps each rank sends
+// one segment to its right neighbour and reduces the one arriving from its left, so that rank r
+// ends with segment r+1 fully reduced; n-1 allgather steps then circulate the reduced segments.
+// Each segment moves in chunks with their own steps: chunk k+1 is on the wire while chunk k is
+// reduced. Out of place, the first step reads the send buffer and every reduction writes
+// recv = send (op) incoming, so no initial copy is needed.
+#include <map>
+
+#include "collectives/algorithms.hpp"
+
+namespace hcomm::coll {
+
+void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t esize = dtype_size(op.dtype);
+  if (op.count == 0) return;
+  if (n == 1) {
+    if (op.send != op.recv)
+      s.add(Step{Step::Kind::copy, -1, 0, 0, op.recv, op.send, op.count * esize, 0, 0, {}});
+    return;
+  }
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  auto seg_begin = [&](int i) {  // first element of segment i
+    size_t base = op.count / static_cast<size_t>(n), extra = op.count % static_cast<size_t>(n);
+    size_t ui = static_cast<size_t>(i);
+    return ui * base + std::min(ui, extra);
+  };
+  auto seg_chunks = [&](int i) {
+    size_t b = seg_begin(i) * esize, e = seg_begin(i + 1) * esize;
+    return split_chunks(b, e - b, ctx.chunk_bytes, esize);
+  };
+  auto mod = [n](int x) { return ((x % n) + n) % n; };
+
+  // Per (segment, chunk): the last step that wrote recv there, and the send that read it.
+  std::map<std::pair<int, size_t>, Schedule::Id> last_write, reader;
+  auto get = [](auto& m, int seg, size_t c) {
+    auto it = m.find({seg, c});
+    return it == m.end() ? Schedule::kNone : it->second;
+  };
+
+  for (int st = 0; st < n - 1; ++st) {
+    const int sseg = mod(r - st), rseg = mod(r - st - 1);
+    auto sc = seg_chunks(sseg);
+    for (size_t c = 0; c < sc.size(); ++c) {
+      auto [off, bytes] = sc[c];
+      const std::byte* from = (st == 0 ? op.send : op.recv) + off;
+      Schedule::Id id = s.add(Step{Step::Kind::send, right, static_cast<uint32_t>(st),
+                                   static_cast<uint32_t>(c), nullptr, from, bytes, off, 0, {}});
+      s.order(get(last_write, sseg, c), id);
+      reader[{sseg, c}] = id;
+    }
+    auto rc = seg_chunks(rseg);
+    for (size_t c = 0; c < rc.size(); ++c) {
+      auto [off, bytes] = rc[c];
+      last_write[{rseg, c}] =
+          s.add(Step{Step::Kind::recv_reduce, left, static_cast<uint32_t>(st),
+                     static_cast<uint32_t>(c), op.recv + off, op.send + off, bytes, off, 0, {}});
+    }
+  }
+
+  const int owned = mod(r + 1);
+  if (op.redop == ReduceOp::avg) {
+    auto oc = seg_chunks(owned);
+    for (size_t c = 0; c < oc.size(); ++c) {
+      auto [off, bytes] = oc[c];
+      Schedule::Id id = s.add(
+          Step{Step::Kind::average, -1, 0, 0, op.recv + off, nullptr, bytes, off, 0, {}});
+      s.order(get(last_write, owned, c), id);
+      last_write[{owned, c}] = id;
+    }
+  }
+
+  for (int st = 0; st < n - 1; ++st) {
+    const uint32_t tag = static_cast<uint32_t>(n - 1 + st);
+    const int sseg = mod(r + 1 - st), rseg = mod(r - st);
+    auto sc = seg_chunks(sseg);
+    for (size_t c = 0; c < sc.size(); ++c) {
+      auto [off, bytes] = sc[c];
+      Schedule::Id id = s.add(Step{Step::Kind::send, right, tag, static_cast<uint32_t>(c), nullptr,
+                                   op.recv + off, bytes, off, 0, {}});
+      s.order(get(last_write, sseg, c), id);
+    }
+    auto rc = seg_chunks(rseg);
+    for (size_t c = 0; c < rc.size(); ++c) {
+      auto [off, bytes] = rc[c];
+      Schedule::Id id = s.add(Step{Step::Kind::recv, left, tag, static_cast<uint32_t>(c),
+                                   op.recv + off, nullptr, bytes, off, 0, {}});
+      // Overwrite only after the reduce-scatter send of this chunk has read it.
+      s.order(get(reader, rseg, c), id);
+      s.order(get(last_write, rseg, c), id);
+      last_write[{rseg, c}] = id;
+    }
+  }
+}
+
+}  // namespace hcomm::coll

@@ -1,0 +1,60 @@
+// A schedule: an operation expanded into steps with dependencies, built by an algorithm and run
+// by the ScheduleExecutor. Chunked algorithms give each chunk its own steps, so chunk k+1 travels
+// while chunk k is being reduced: pipelining falls out of the dependencies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hcomm::coll {
+
+struct Step {
+  enum class Kind : uint8_t {
+    send,         ///< send `bytes` from `src` to `peer`
+    recv,         ///< receive `bytes` from `peer` into `dst`
+    recv_reduce,  ///< dst = src (op) incoming, `bytes` from `peer`
+    copy,         ///< dst = src (local)
+    average,      ///< dst /= number of ranks (local; after a sum)
+  };
+  Kind kind = Kind::copy;
+  int peer = -1;
+  uint32_t tag_step = 0;   ///< with tag_chunk: the frame's match key within the operation
+  uint32_t tag_chunk = 0;
+  std::byte* dst = nullptr;
+  const std::byte* src = nullptr;
+  size_t bytes = 0;
+  uint64_t offset = 0;  ///< byte offset within the operation's buffer, for frame headers
+  uint32_t waits = 0;   ///< steps that must complete before this one starts
+  std::vector<uint32_t> then;  ///< steps that wait for this one
+};
+
+class Schedule {
+ public:
+  using Id = uint32_t;
+  static constexpr Id kNone = UINT32_MAX;
+
+  Id add(Step step) {
+    steps_.push_back(std::move(step));
+    return static_cast<Id>(steps_.size() - 1);
+  }
+  /// `after` starts only once `before` completed. kNone on either side is ignored.
+  void order(Id before, Id after) {
+    if (before == kNone || after == kNone) return;
+    steps_[before].then.push_back(after);
+    ++steps_[after].waits;
+  }
+  std::vector<Step>& steps() { return steps_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  /// Memory the schedule needs besides the user's buffers (reduce-scatter partial sums).
+  std::byte* scratch(size_t bytes) {
+    scratch_.resize(bytes);
+    return scratch_.data();
+  }
+
+ private:
+  std::vector<Step> steps_;
+  std::vector<std::byte> scratch_;
+};
+
+}  // namespace hcomm::coll

@@ -1,0 +1,328 @@
+#include "collectives/schedule_executor.hpp"
+
+#include <cstring>
+
+#include "collectives/reduce_kernels.hpp"
+#include "log/log.hpp"
+
+namespace hcomm::coll {
+
+struct ScheduleExecutor::SendIo final : transport::SendRequest {
+  ScheduleExecutor* exec = nullptr;
+  Run* run = nullptr;
+  uint32_t step = 0;
+  void on_sent(const Status& status) override;
+};
+
+struct ScheduleExecutor::RecvIo final : transport::RecvRequest {
+  ScheduleExecutor* exec = nullptr;
+  Run* run = nullptr;
+  uint32_t step = 0;
+  bool rejected = false;  // accept() found a mismatch: this rank tells the others
+  Status accept(const transport::FrameHeader& header) override;
+  void* destination() override;
+  void on_piece(size_t offset, const void* data, size_t bytes) override;
+  size_t piece_granularity() const override;
+  void on_received(const Status& status) override;
+};
+
+struct ScheduleExecutor::Run {
+  uint64_t id = 0;
+  OperationPtr op;
+  Schedule schedule;
+  std::vector<uint32_t> waits;
+  size_t remaining = 0;  // steps not completed
+  size_t in_flight = 0;  // requests a link holds
+  bool failed = false;
+  Status failure;
+  std::deque<SendIo> sends;
+  std::deque<RecvIo> recvs;
+  std::vector<std::pair<int, RecvIo*>> posted;  // for withdrawal on failure
+};
+
+namespace {
+
+std::string op_label(const Operation& op) {
+  std::string s = std::string(op_kind_name(op.kind)) + " #" +
+                  std::to_string(is_collective(op.kind) ? op.seq : (op.seq & 0xffffffffu));
+  return s;
+}
+
+}  // namespace
+
+ScheduleExecutor::ScheduleExecutor(uint32_t comm_id, int rank, int size)
+    : comm_id_(comm_id), rank_(rank), size_(size), links_(static_cast<size_t>(size), nullptr) {}
+
+ScheduleExecutor::~ScheduleExecutor() {
+  fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed while the operation was running"});
+}
+
+void ScheduleExecutor::set_link(int peer, transport::Link* link) {
+  links_[static_cast<size_t>(peer)] = link;
+}
+
+void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
+  auto run = std::make_unique<Run>();
+  Run& r = *run;
+  r.op = std::move(op);
+  r.schedule = std::move(schedule);
+  r.remaining = r.schedule.steps().size();
+  for (const auto& st : r.schedule.steps()) r.waits.push_back(st.waits);
+  const uint64_t seq = r.op->seq;
+  r.id = next_run_id_++;
+  runs_[r.id] = std::move(run);
+  ++depth_;
+  const std::string* aborted_reason = nullptr;
+  if (is_collective(r.op->kind)) {
+    if (auto it = aborted_.find(seq); it != aborted_.end()) aborted_reason = &it->second;
+  } else if (auto it = aborted_p2p_.find({r.op->peer, seq}); it != aborted_p2p_.end()) {
+    aborted_reason = &it->second;
+  }
+  if (!r.op->invalid.ok()) {
+    fail(r, r.op->invalid, true);
+  } else if (aborted_reason != nullptr) {
+    fail(r, {HCOMM_ERR_INVALID_ARG, *aborted_reason}, false);
+  } else {
+    for (uint32_t i = 0; i < r.schedule.steps().size(); ++i)
+      if (r.waits[i] == 0) ready_.emplace_back(&r, i);
+    maybe_finish(r);  // an empty schedule completes at once
+  }
+  --depth_;
+  drain();
+}
+
+void ScheduleExecutor::drain() {
+  if (depth_ > 0) return;  // the outermost caller drains
+  ++depth_;
+  while (!ready_.empty()) {
+    auto [run, step] = ready_.front();
+    ready_.pop_front();
+    if (!run->failed) execute(*run, step);
+  }
+  --depth_;
+  finished_.clear();
+}
+
+void ScheduleExecutor::execute(Run& run, uint32_t i) {
+  Step& st = run.schedule.steps()[i];
+  HCOMM_LOG(trace, log::kColl, "%s step %u: kind %d peer %d tag %u/%u, %zu bytes",
+            op_label(*run.op).c_str(), i, static_cast<int>(st.kind), st.peer, st.tag_step,
+            st.tag_chunk, st.bytes);
+  switch (st.kind) {
+    case Step::Kind::copy:
+      if (st.dst != st.src) std::memmove(st.dst, st.src, st.bytes);
+      return step_done(run, i);
+    case Step::Kind::average:
+      finalize_average(st.dst, st.bytes / dtype_size(run.op->dtype), run.op->dtype, size_);
+      return step_done(run, i);
+    case Step::Kind::send: {
+      SendIo& io = run.sends.emplace_back();
+      io.exec = this;
+      io.run = &run;
+      io.step = i;
+      auto& h = io.header;
+      h.kind = static_cast<uint8_t>(transport::FrameKind::data);
+      h.op_kind = static_cast<uint8_t>(run.op->kind == OpKind::recv ? OpKind::send : run.op->kind);
+      h.dtype = static_cast<uint8_t>(run.op->dtype);
+      h.redop = static_cast<uint8_t>(run.op->redop);
+      h.comm_id = comm_id_;
+      h.op_seq = run.op->seq;
+      h.step = st.tag_step;
+      h.chunk = st.tag_chunk;
+      h.offset = st.offset;
+      h.length = st.bytes;
+      h.op_bytes = run.op->agreed_bytes();
+      io.payload = st.src;
+      ++run.in_flight;
+      links_[static_cast<size_t>(st.peer)]->post_send(&io);
+      return;
+    }
+    case Step::Kind::recv:
+    case Step::Kind::recv_reduce: {
+      RecvIo& io = run.recvs.emplace_back();
+      io.exec = this;
+      io.run = &run;
+      io.step = i;
+      io.key = {comm_id_, run.op->seq, st.tag_step, st.tag_chunk};
+      ++run.in_flight;
+      run.posted.emplace_back(st.peer, &io);
+      links_[static_cast<size_t>(st.peer)]->post_recv(&io);
+      return;
+    }
+  }
+}
+
+void ScheduleExecutor::step_done(Run& run, uint32_t i) {
+  --run.remaining;
+  for (uint32_t next : run.schedule.steps()[i].then)
+    if (--run.waits[next] == 0) ready_.emplace_back(&run, next);
+  maybe_finish(run);
+}
+
+void ScheduleExecutor::io_done(Run& run, uint32_t step, const Status& status, bool tell) {
+  --run.in_flight;
+  ++depth_;
+  if (run.failed) {
+    maybe_finish(run);
+  } else if (!status.ok()) {
+    fail(run, status, tell);
+  } else {
+    step_done(run, step);
+  }
+  --depth_;
+  drain();
+}
+
+void ScheduleExecutor::SendIo::on_sent(const Status& status) {
+  exec->io_done(*run, step, status, false);
+}
+
+Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
+  const Operation& op = *run->op;
+  const Step& st = run->schedule.steps()[step];
+  const OpKind mine = op.kind == OpKind::recv ? OpKind::send : op.kind;
+  const std::string who = "rank " + std::to_string(h.src_rank);
+  std::string what;
+  if (h.op_kind != static_cast<uint8_t>(mine)) {
+    what = who + " called " + op_kind_name(static_cast<OpKind>(h.op_kind)) + " where this rank (" +
+           std::to_string(exec->rank_) + ") called " + op_kind_name(op.kind) +
+           ": every rank must call the same collectives in the same order";
+  } else if (h.dtype != static_cast<uint8_t>(op.dtype)) {
+    what = who + " passed data type " + dtype_name(static_cast<DataType>(h.dtype)) +
+           ", this rank " + dtype_name(op.dtype) + ", to " + op_label(op);
+  } else if (h.op_bytes != op.agreed_bytes() || h.length != st.bytes) {
+    what = who + " passed " + std::to_string(h.op_bytes) + " bytes to " + op_label(op) +
+           ", this rank (" + std::to_string(exec->rank_) + ") " +
+           std::to_string(op.agreed_bytes()) + " bytes: every rank must pass the same count";
+  } else if (st.kind == Step::Kind::recv_reduce && h.redop != static_cast<uint8_t>(op.redop)) {
+    what = who + " reduces with " + reduce_op_name(static_cast<ReduceOp>(h.redop)) +
+           ", this rank with " + reduce_op_name(op.redop) + ", in " + op_label(op);
+  }
+  if (what.empty()) return {};
+  rejected = true;
+  return {HCOMM_ERR_INVALID_ARG, what};
+}
+
+void* ScheduleExecutor::RecvIo::destination() {
+  const Step& st = run->schedule.steps()[step];
+  return st.kind == Step::Kind::recv ? st.dst : nullptr;
+}
+
+void ScheduleExecutor::RecvIo::on_piece(size_t offset, const void* data, size_t bytes) {
+  const Step& st = run->schedule.steps()[step];
+  const size_t esize = dtype_size(run->op->dtype);
+  reduce(st.dst + offset, st.src + offset, data, bytes / esize, run->op->dtype, run->op->redop);
+}
+
+size_t ScheduleExecutor::RecvIo::piece_granularity() const {
+  return dtype_size(run->op->dtype);
+}
+
+void ScheduleExecutor::RecvIo::on_received(const Status& status) {
+  // A received frame is done with its posting; forget it so a failure does not withdraw it.
+  for (auto& p : run->posted)
+    if (p.second == this) p.second = nullptr;
+  exec->io_done(*run, step, status, rejected);
+}
+
+void ScheduleExecutor::fail(Run& run, const Status& status, bool tell) {
+  if (run.failed) return;
+  run.failed = true;
+  run.failure = status;
+  HCOMM_LOG(warn, log::kColl, "%s failed: %s", op_label(*run.op).c_str(),
+            status.to_string().c_str());
+  for (auto& [peer, io] : run.posted) {
+    if (io != nullptr && links_[static_cast<size_t>(peer)]->cancel_recv(io)) --run.in_flight;
+    io = nullptr;
+  }
+  if (tell) tell_peers(run, status.message());
+  maybe_finish(run);
+}
+
+void ScheduleExecutor::tell_peers(const Run& run, const std::string& reason) {
+  const Operation& op = *run.op;
+  std::string text = "rank " + std::to_string(rank_) + " failed " + op_label(op) + ": " + reason;
+  if (is_collective(op.kind)) {
+    for (auto* link : links_)
+      if (link != nullptr) link->send_abort(comm_id_, op.seq, text);
+  } else if (op.peer >= 0 && op.peer < size_ && links_[static_cast<size_t>(op.peer)] != nullptr) {
+    links_[static_cast<size_t>(op.peer)]->send_abort(comm_id_, op.seq, text);
+  }
+}
+
+void ScheduleExecutor::maybe_finish(Run& run) {
+  bool complete = run.failed ? run.in_flight == 0 : run.remaining == 0;
+  if (!complete) return;
+  auto it = runs_.find(run.id);
+  if (it == runs_.end()) return;
+  std::unique_ptr<Run> owned = std::move(it->second);
+  runs_.erase(it);
+  if (run.failed) {
+    if (is_collective(run.op->kind)) aborted_.emplace(run.op->seq, run.failure.message());
+    run.op->completion->complete(run.failure);
+  } else {
+    run.op->completion->complete({});
+  }
+  finished_.push_back(std::move(owned));  // callbacks of its requests may still be on the stack
+}
+
+void ScheduleExecutor::on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
+                                       const std::string& reason) {
+  if (comm_id != comm_id_) return;
+  HCOMM_LOG(info, log::kColl, "rank %d aborted operation %llu: %s", peer,
+            static_cast<unsigned long long>(op_seq), reason.c_str());
+  Run* run = find(peer, op_seq);
+  if (run == nullptr) {
+    if (op_seq >> 63)
+      aborted_p2p_.emplace(std::make_pair(peer, op_seq), reason);
+    else
+      aborted_.emplace(op_seq, reason);
+    return;
+  }
+  ++depth_;
+  fail(*run, {HCOMM_ERR_INVALID_ARG, reason}, false);
+  --depth_;
+  drain();
+}
+
+ScheduleExecutor::Run* ScheduleExecutor::find(int peer, uint64_t op_seq) {
+  for (auto& [id, run] : runs_)
+    if (run->op->seq == op_seq && (is_collective(run->op->kind) || run->op->peer == peer))
+      return run.get();
+  return nullptr;
+}
+
+bool ScheduleExecutor::is_aborted(uint32_t comm_id, uint64_t op_seq) const {
+  return comm_id == comm_id_ && aborted_.count(op_seq) != 0;
+}
+
+bool ScheduleExecutor::involves(const Run& run, int peer) const {
+  return is_collective(run.op->kind) ? size_ > 1 : run.op->peer == peer;
+}
+
+void ScheduleExecutor::on_link_failed(int peer, const Status& status) {
+  ++depth_;
+  std::vector<Run*> hit;
+  for (auto& [seq, run] : runs_)
+    if (involves(*run, peer)) hit.push_back(run.get());
+  for (Run* run : hit) fail(*run, status, false);
+  --depth_;
+  drain();
+}
+
+void ScheduleExecutor::fail_all(const Status& status) {
+  ++depth_;
+  std::vector<Run*> all;
+  for (auto& [seq, run] : runs_) all.push_back(run.get());
+  for (Run* run : all) {
+    fail(*run, status, false);
+    // Links are going away: requests they still hold will never call back.
+    run->in_flight = 0;
+    maybe_finish(*run);
+  }
+  --depth_;
+  ready_.clear();
+  finished_.clear();
+}
+
+}  // namespace hcomm::coll

@@ -1,0 +1,75 @@
+// Runs the schedules of one communicator over its links, on the progress engine's thread.
+//
+// A step starts when the steps it waits for have completed; sends and receives are handed to the
+// peer's Link, local steps (copy, average) run at once. An operation completes when all its steps
+// did, or fails on the first error: then its unmatched receives are withdrawn, the frames already
+// handed to a link are allowed to finish (they read the user's buffers), and only then is the
+// caller's Work completed. Failures detected here (a size mismatch, bad arguments) are sent to
+// the other ranks as abort frames, so that their matching operation fails instead of waiting.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/operation.hpp"
+#include "collectives/schedule.hpp"
+#include "transport/link.hpp"
+
+namespace hcomm::coll {
+
+class ScheduleExecutor final : public transport::LinkObserver {
+ public:
+  ScheduleExecutor(uint32_t comm_id, int rank, int size);
+  ~ScheduleExecutor();
+
+  /// The link to `peer` (not owned). Set before operations that involve the peer start.
+  void set_link(int peer, transport::Link* link);
+  /// Starts `op` with its schedule.
+  void start(OperationPtr op, Schedule schedule);
+  /// Fails every running operation with `status` (communicator destruction).
+  void fail_all(const Status& status);
+  size_t running() const { return runs_.size(); }
+
+  // transport::LinkObserver
+  void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
+                       const std::string& reason) override;
+  bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override;
+  void on_link_failed(int peer, const Status& status) override;
+
+ private:
+  struct Run;
+  struct SendIo;
+  struct RecvIo;
+
+  void drain();
+  void execute(Run& run, uint32_t step);
+  void step_done(Run& run, uint32_t step);
+  void io_done(Run& run, uint32_t step, const Status& status, bool tell_peers);
+  void fail(Run& run, const Status& status, bool tell_peers);
+  void maybe_finish(Run& run);
+  void tell_peers(const Run& run, const std::string& reason);
+  bool involves(const Run& run, int peer) const;
+
+  const uint32_t comm_id_;
+  const int rank_;
+  const int size_;
+  std::vector<transport::Link*> links_;
+  Run* find(int peer, uint64_t op_seq);
+
+  std::unordered_map<uint64_t, std::unique_ptr<Run>> runs_;  // by local run id
+  uint64_t next_run_id_ = 1;
+  // Aborted operations: collectives by seq; point-to-point by (peer, seq), since their keys
+  // repeat across pairs.
+  std::unordered_map<uint64_t, std::string> aborted_;
+  std::map<std::pair<int, uint64_t>, std::string> aborted_p2p_;
+  std::deque<std::pair<Run*, uint32_t>> ready_;
+  std::vector<std::unique_ptr<Run>> finished_;  // freed once no callback is on the stack
+  int depth_ = 0;
+};
+
+}  // namespace hcomm::coll

@@ -1,0 +1,48 @@
+// hcomm public API: configuration.
+//
+// Precedence is code > environment > defaults: Config::from_env() returns the defaults overridden by
+// HCOMM_* variables, and an application then sets whatever fields it wants to fix in code.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "hcomm/status.hpp"
+
+namespace hcomm {
+
+struct Config {
+  // ---- who am I (HCOMM_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, and the SIZE twins)
+  int rank = -1;        ///< required; -1 = not set
+  int world_size = -1;  ///< required; -1 = not set
+  /// "host:port" of rank 0's rendezvous store (HCOMM_ROOT_ADDR, or MASTER_ADDR + MASTER_PORT).
+  /// Default "127.0.0.1:29500".
+  std::string root_addr = "127.0.0.1:29500";
+  /// Network interface whose IPv4 address this rank listens on and publishes
+  /// (HCOMM_SOCKET_IFNAME). Empty: the root address's interface when it is local, else the first
+  /// non-loopback interface that is up.
+  std::string socket_ifname;
+
+  // ---- transport
+  std::string transport = "tcp";  ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
+  size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
+  size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
+  int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
+  size_t chunk_bytes = 512 * 1024;  ///< HCOMM_CHUNK_SIZE: pipelining unit of collectives
+
+  // ---- deadlines
+  /// HCOMM_CONNECT_TIMEOUT_MS: joining the rendezvous and connecting to every peer.
+  std::chrono::milliseconds connect_timeout{30000};
+  /// HCOMM_TIMEOUT_MS: how long the blocking forms (Communicator::allreduce, ...) wait.
+  std::chrono::milliseconds op_timeout{300000};
+
+  // ---- runtime
+  int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads (control plane only)
+
+  /// Defaults overridden by the environment. Fails with HCOMM_ERR_INVALID_ARG naming the variable
+  /// when a variable is set to something that does not parse.
+  static Expected<Config> from_env();
+};
+
+}  // namespace hcomm

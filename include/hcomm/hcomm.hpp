@@ -1,0 +1,9 @@
+// hcomm — a communication runtime for distributed training and inference.
+// The one header an application includes.
+#pragma once
+
+#include "hcomm/communicator.hpp"
+#include "hcomm/config.hpp"
+#include "hcomm/status.hpp"
+#include "hcomm/types.hpp"
+#include "hcomm/work.hpp"

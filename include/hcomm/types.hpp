@@ -1,0 +1,44 @@
+// hcomm public API: element types and reduction operators.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hcomm {
+
+enum class DataType : uint8_t {
+  int8 = 0,
+  uint8 = 1,
+  int32 = 2,
+  int64 = 3,
+  float16 = 4,   ///< IEEE 754 binary16
+  bfloat16 = 5,  ///< bfloat16 (upper half of a binary32)
+  float32 = 6,
+  float64 = 7,
+};
+inline constexpr int kNumDataTypes = 8;
+
+enum class ReduceOp : uint8_t {
+  sum = 0,
+  prod = 1,
+  min = 2,
+  max = 3,
+  /// sum divided by the number of ranks. Integer types sum with two's-complement wrap-around in
+  /// the element type (as NCCL does) and then divide truncating toward zero; floating types
+  /// divide the reduced value.
+  avg = 4,
+};
+inline constexpr int kNumReduceOps = 5;
+
+/// Bytes per element; 0 for a value outside the enum.
+size_t dtype_size(DataType t);
+/// "float32", ...; "invalid" for a value outside the enum.
+const char* dtype_name(DataType t);
+const char* reduce_op_name(ReduceOp op);
+bool is_valid(DataType t);
+bool is_valid(ReduceOp op);
+/// Parses "float32"/"float"/"f32", "bf16", ...; returns false when unknown.
+bool parse_dtype(const char* name, DataType* out);
+bool parse_reduce_op(const char* name, ReduceOp* out);
+
+}  // namespace hcomm

@@ -1,0 +1,96 @@
+// transport/: how bytes move between ranks. A Link is one peer as seen from this rank; TCP, shared
+// memory and RDMA each implement it, and algorithms see nothing else.
+//
+// Threading contract: a Link lives on its ProgressEngine's thread. Every method below is called on
+// that thread, never blocks, and may invoke request callbacks before it returns (callers must
+// tolerate re-entry). Requests are owned by the caller and must stay alive until their callback ran.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "hcomm/status.hpp"
+#include "transport/frame.hpp"
+
+namespace hcomm::transport {
+
+/// A frame to send. `payload` (header.length bytes) is read in place: it must stay unchanged
+/// until on_sent() runs.
+class SendRequest {
+ public:
+  FrameHeader header;
+  const void* payload = nullptr;
+
+  /// The payload may be reused (the bytes are handed to the medium), or the send failed.
+  virtual void on_sent(const Status& status) = 0;
+
+ protected:
+  ~SendRequest() = default;
+};
+
+/// A posted receive for one frame.
+class RecvRequest {
+ public:
+  MatchKey key;
+
+  /// Checks a matching frame's header against what this rank expects (sizes, operation, type).
+  /// A non-OK status rejects the frame: its payload is dropped and on_received() gets the status.
+  virtual Status accept(const FrameHeader& header) = 0;
+  /// Where the payload goes when it is simply stored (zero copy from the medium); nullptr makes
+  /// the link hand it over in pieces through on_piece() (e.g. to reduce while receiving).
+  virtual void* destination() = 0;
+  /// Pieces arrive in order; each (but the last) is a multiple of piece_granularity() bytes.
+  virtual void on_piece(size_t offset, const void* data, size_t bytes) = 0;
+  virtual size_t piece_granularity() const = 0;
+  /// The whole payload arrived (or the receive failed).
+  virtual void on_received(const Status& status) = 0;
+
+ protected:
+  ~RecvRequest() = default;
+};
+
+/// What a link reports to the layer above it (the schedule executor of its communicator).
+class LinkObserver {
+ public:
+  /// A peer aborted operation `op_seq` with `reason`.
+  virtual void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
+                               const std::string& reason) = 0;
+  /// True when frames for this operation are to be dropped (it was aborted here).
+  virtual bool is_aborted(uint32_t comm_id, uint64_t op_seq) const = 0;
+  /// The link failed for good; posted requests have already been failed with `status`.
+  virtual void on_link_failed(int peer, const Status& status) = 0;
+
+ protected:
+  ~LinkObserver() = default;
+};
+
+/// What a link can do; queried, not discovered by failure.
+struct LinkCaps {
+  const char* medium = "";      ///< "tcp", "shm", "rdma"
+  size_t max_frame_bytes = 0;   ///< largest payload of one frame
+  bool one_sided = false;       ///< supports remote writes without a posted receive
+  bool detects_peer_failure = false;  ///< reports a dead peer by itself (EOF, RST, CQ error)
+};
+
+class Link {
+ public:
+  virtual ~Link() = default;
+  virtual int peer() const = 0;
+  /// "tcp 127.0.0.1:40123 (rank 3)": for every log line and error about this peer.
+  virtual const std::string& describe() const = 0;
+  virtual LinkCaps caps() const = 0;
+  /// Queues a frame; fills header.link_seq. A failed link fails the request at once.
+  virtual void post_send(SendRequest* request) = 0;
+  /// Posts a receive; consumes a matching frame that arrived earlier. A failed link fails it at once.
+  virtual void post_recv(RecvRequest* request) = 0;
+  /// Removes a posted receive that has not started to receive; false when it is not posted.
+  virtual bool cancel_recv(RecvRequest* request) = 0;
+  /// Sends an abort frame for `op_seq` carrying `reason` (best effort).
+  virtual void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) = 0;
+  /// Says goodbye and closes; later posts fail with HCOMM_ERR_ABORTED.
+  virtual void close() = 0;
+  /// The first error this link failed with; OK while healthy.
+  virtual const Status& error() const = 0;
+};
+
+}  // namespace hcomm::transport

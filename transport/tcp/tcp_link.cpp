@@ -1,0 +1,268 @@
+#include "transport/tcp/tcp_link.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log/log.hpp"
+#include "transport/tcp/tcp_connector.hpp"
+
+namespace hcomm::transport::tcp {
+namespace {
+
+/// A control frame the link sends on its own behalf; frees itself once written.
+class OwnedFrame final : public SendRequest {
+ public:
+  explicit OwnedFrame(std::string text) : text_(std::move(text)) {
+    header.length = text_.size();
+    payload = text_.data();
+  }
+  void on_sent(const Status&) override { delete this; }
+
+ private:
+  std::string text_;
+};
+
+}  // namespace
+
+TcpLink::TcpLink(ProgressEngine& engine, TcpLinkParams params, LinkObserver& observer,
+                 UpCallback on_up)
+    : engine_(engine), params_(std::move(params)), observer_(observer), on_up_(std::move(on_up)) {
+  name_ = "tcp " + params_.peer_endpoint + " (rank " + std::to_string(params_.peer) + ")";
+  streams_.resize(static_cast<size_t>(params_.num_streams));
+}
+
+TcpLink::~TcpLink() {
+  if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
+  connectors_.clear();
+  fail({HCOMM_ERR_ABORTED, "the communicator was destroyed"}, /*notify=*/false);
+}
+
+LinkCaps TcpLink::caps() const {
+  LinkCaps c;
+  c.medium = "tcp";
+  c.max_frame_bytes = size_t{1} << 40;
+  c.one_sided = false;
+  c.detects_peer_failure = true;  // EOF / ECONNRESET
+  return c;
+}
+
+Hello TcpLink::my_hello(uint32_t stream_index) const {
+  Hello h;
+  h.comm_uid = params_.comm_uid;
+  h.rank = params_.my_rank;
+  h.stream_index = stream_index;
+  h.num_streams = static_cast<uint32_t>(params_.num_streams);
+  h.world_size = static_cast<uint32_t>(params_.world_size);
+  return h;
+}
+
+void TcpLink::connect(ProgressEngine::Clock::time_point deadline) {
+  sockaddr_in addr{};
+  if (!parse_ipv4_endpoint(params_.peer_endpoint, &addr))
+    return establishment_failed({HCOMM_ERR_INVALID_ARG, "rank " + std::to_string(params_.peer) +
+                                                            " published a malformed address '" +
+                                                            params_.peer_endpoint + "'"});
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    connectors_.push_back(std::make_unique<TcpConnector>(
+        engine_, addr, name_, my_hello(static_cast<uint32_t>(i)), params_.socket_options, deadline,
+        [this, i](int fd, const Hello& peer_hello, const Status& st) {
+          if (!st.ok()) return establishment_failed(st);
+          if (peer_hello.rank != params_.peer) {
+            ::close(fd);
+            return establishment_failed({HCOMM_ERR_TRANSPORT,
+                                         name_ + " answered as rank " +
+                                             std::to_string(peer_hello.rank) +
+                                             ": two jobs share a rendezvous address?"});
+          }
+          stream_ready(i, fd);
+        }));
+  }
+  for (auto& c : connectors_) c->start();
+}
+
+void TcpLink::expect(ProgressEngine::Clock::time_point deadline) {
+  deadline_timer_ = engine_.add_timer(deadline, [this] {
+    deadline_timer_ = 0;
+    if (!up_)
+      establishment_failed({HCOMM_ERR_TIMEOUT,
+                            "rank " + std::to_string(params_.peer) + " (" + params_.peer_endpoint +
+                                ") did not connect before the connect deadline: is it running "
+                                "and can it reach this rank (HCOMM_SOCKET_IFNAME, firewall)?"});
+  });
+}
+
+void TcpLink::adopt(int fd, const Hello& hello) {
+  size_t index = hello.stream_index;
+  if (index >= streams_.size() || streams_[index] || static_cast<int>(hello.num_streams) !=
+                                                         params_.num_streams) {
+    HCOMM_LOG(warn, log::kNet,
+              "%s: unexpected stream %u of %u (this rank uses %d streams per peer: is "
+              "HCOMM_SOCKETS_PER_PEER the same on every rank?)",
+              name_.c_str(), hello.stream_index, hello.num_streams, params_.num_streams);
+    ::close(fd);
+    return establishment_failed({HCOMM_ERR_INVALID_ARG,
+                                 name_ + " connected with " + std::to_string(hello.num_streams) +
+                                     " streams per peer, this rank expects " +
+                                     std::to_string(params_.num_streams) +
+                                     ": set the same HCOMM_SOCKETS_PER_PEER on every rank"});
+  }
+  Status st = configure_socket(fd, params_.socket_options);
+  Hello reply = my_hello(static_cast<uint32_t>(index));
+  if (!st.ok() ||
+      send(fd, &reply, sizeof(reply), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(reply))) {
+    ::close(fd);
+    return establishment_failed(st.ok() ? Status{HCOMM_ERR_TRANSPORT,
+                                                 "hello reply to " + name_ + ": " + strerror(errno)}
+                                        : st);
+  }
+  stream_ready(index, fd);
+}
+
+void TcpLink::stream_ready(size_t index, int fd) {
+  if (!error_.ok()) {
+    ::close(fd);
+    return;
+  }
+  streams_[index] = std::make_unique<TcpStream>(
+      engine_, fd, *this, name_ + (streams_.size() > 1 ? " stream " + std::to_string(index) : ""));
+  if (++streams_up_ < streams_.size()) return;
+  up_ = true;
+  if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
+  deadline_timer_ = 0;
+  HCOMM_LOG(info, log::kNet, "link up: %s, %zu stream(s)", name_.c_str(), streams_.size());
+  if (on_up_) std::exchange(on_up_, nullptr)(Status{});
+}
+
+void TcpLink::establishment_failed(const Status& status) {
+  if (up_ || !error_.ok()) return;
+  fail(status);
+}
+
+void TcpLink::fail(const Status& status, bool notify) {
+  if (!error_.ok()) return;
+  error_ = status;
+  bool was_up = up_;
+  up_ = false;
+  for (auto& s : streams_)
+    if (s) s->shut(status);
+  auto posted = std::move(posted_);
+  posted_.clear();
+  unexpected_.clear();
+  for (auto& [key, request] : posted) request->on_received(status);
+  if (on_up_) std::exchange(on_up_, nullptr)(status);
+  if (was_up && notify) observer_.on_link_failed(params_.peer, status);
+}
+
+void TcpLink::post_send(SendRequest* request) {
+  if (!error_.ok()) return request->on_sent(error_);
+  request->header.link_seq = next_link_seq_++;
+  request->header.src_rank = params_.my_rank;
+  // Stripe: the least loaded stream takes the frame (round robin among equals).
+  TcpStream* best = nullptr;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    TcpStream* s = streams_[(next_stream_ + i) % streams_.size()].get();
+    if (best == nullptr || s->queued_bytes() < best->queued_bytes()) best = s;
+  }
+  next_stream_ = (next_stream_ + 1) % streams_.size();
+  best->enqueue(request);
+}
+
+void TcpLink::post_recv(RecvRequest* request) {
+  if (!error_.ok()) return request->on_received(error_);
+  auto it = unexpected_.find(request->key);
+  if (it == unexpected_.end()) {
+    posted_[request->key] = request;
+    return;
+  }
+  Stored stored = std::move(it->second);
+  unexpected_.erase(it);
+  deliver_stored(request, stored.header, stored.payload);
+}
+
+void TcpLink::deliver_stored(RecvRequest* request, const FrameHeader& header,
+                             const std::vector<std::byte>& payload) {
+  Status st = request->accept(header);
+  if (!st.ok()) return request->on_received(st);
+  if (void* dst = request->destination()) {
+    std::memcpy(dst, payload.data(), payload.size());
+  } else if (!payload.empty()) {
+    request->on_piece(0, payload.data(), payload.size());
+  }
+  request->on_received({});
+}
+
+bool TcpLink::cancel_recv(RecvRequest* request) {
+  auto it = posted_.find(request->key);
+  if (it == posted_.end() || it->second != request) return false;
+  posted_.erase(it);
+  return true;
+}
+
+void TcpLink::send_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string text) {
+  if (!error_.ok() || !up_) return;
+  auto* frame = new OwnedFrame(std::move(text));
+  frame->header.kind = static_cast<uint8_t>(kind);
+  frame->header.comm_id = comm_id;
+  frame->header.op_seq = op_seq;
+  post_send(frame);
+}
+
+void TcpLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
+  send_control(FrameKind::abort, comm_id, op_seq, reason);
+}
+
+void TcpLink::close() {
+  if (closing_) return;
+  closing_ = true;
+  send_control(FrameKind::close, params_.comm_id, 0, "");
+  for (auto& s : streams_)
+    if (s) s->finish_sending();
+}
+
+RecvRequest* TcpLink::match(const FrameHeader& header) {
+  auto it = posted_.find(MatchKey::of(header));
+  if (it == posted_.end()) return nullptr;
+  RecvRequest* r = it->second;
+  posted_.erase(it);
+  return r;
+}
+
+bool TcpLink::drop(const FrameHeader& header) {
+  return observer_.is_aborted(header.comm_id, header.op_seq);
+}
+
+void TcpLink::store_unexpected(const FrameHeader& header, std::vector<std::byte> payload) {
+  // The receive may have been posted while this payload was still arriving.
+  if (RecvRequest* r = match(header)) return deliver_stored(r, header, payload);
+  unexpected_[MatchKey::of(header)] = Stored{header, std::move(payload)};
+}
+
+void TcpLink::on_control(const FrameHeader& header, std::string payload) {
+  if (static_cast<FrameKind>(header.kind) == FrameKind::close) {
+    peer_closed_ = true;
+    HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
+    return;
+  }
+  observer_.on_remote_abort(params_.peer, header.comm_id, header.op_seq, payload);
+}
+
+void TcpLink::on_stream_failed(const Status& status, bool eof) {
+  if (eof && closing_) {
+    fail({HCOMM_ERR_ABORTED, "the communicator was closed"}, /*notify=*/false);
+    return;
+  }
+  if (eof && peer_closed_) {
+    fail({HCOMM_ERR_PEER_LOST, "rank " + std::to_string(params_.peer) + " (" +
+                                   params_.peer_endpoint + ") has destroyed its communicator"});
+    return;
+  }
+  HCOMM_LOG(warn, log::kNet, "%s", status.message().c_str());
+  fail(eof ? Status{HCOMM_ERR_PEER_LOST, name_ + " closed the connection unexpectedly: the peer "
+                                                 "process exited or crashed"}
+           : status);
+}
+
+}  // namespace hcomm::transport::tcp

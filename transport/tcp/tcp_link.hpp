@@ -1,0 +1,100 @@
+// A peer over TCP: `num_streams` connections, frames striped over them, matched by key on arrival.
+//
+// Establishment: the higher rank connects (TcpConnector), the lower rank's TcpListener accepts and
+// hands each connection over with adopt(). Both sides exchange a Hello; the link is up when all
+// its streams are. Engine thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/link.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/tcp/tcp_socket.hpp"
+#include "transport/tcp/tcp_stream.hpp"
+
+namespace hcomm::transport::tcp {
+
+class TcpConnector;
+
+struct TcpLinkParams {
+  uint32_t comm_id = 0;
+  uint64_t comm_uid = 0;
+  int my_rank = -1;
+  int world_size = 0;
+  int peer = -1;
+  std::string peer_endpoint;  ///< "a.b.c.d:port" of the peer's listener
+  int num_streams = 1;
+  SocketOptions socket_options;
+};
+
+class TcpLink final : public Link, public StreamOwner {
+ public:
+  /// Called once: OK when every stream is up, else why establishment failed.
+  using UpCallback = std::function<void(const Status&)>;
+
+  TcpLink(ProgressEngine& engine, TcpLinkParams params, LinkObserver& observer, UpCallback on_up);
+  ~TcpLink() override;
+
+  /// Connector side: opens every stream, retrying refused connections until `deadline`.
+  void connect(ProgressEngine::Clock::time_point deadline);
+  /// Acceptor side: fails establishment if the peer has not connected by `deadline`.
+  void expect(ProgressEngine::Clock::time_point deadline);
+  /// Acceptor side: an accepted connection whose Hello named this link; replies with our Hello.
+  void adopt(int fd, const Hello& hello);
+
+  int peer() const override { return params_.peer; }
+  const std::string& describe() const override { return name_; }
+  LinkCaps caps() const override;
+  void post_send(SendRequest* request) override;
+  void post_recv(RecvRequest* request) override;
+  bool cancel_recv(RecvRequest* request) override;
+  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void close() override;
+  const Status& error() const override { return error_; }
+  bool is_up() const { return up_; }
+
+ private:
+  // StreamOwner
+  RecvRequest* match(const FrameHeader& header) override;
+  bool drop(const FrameHeader& header) override;
+  void store_unexpected(const FrameHeader& header, std::vector<std::byte> payload) override;
+  void on_control(const FrameHeader& header, std::string payload) override;
+  void on_stream_failed(const Status& status, bool eof) override;
+
+  void deliver_stored(RecvRequest* request, const FrameHeader& header,
+                      const std::vector<std::byte>& payload);
+  void stream_ready(size_t index, int fd);
+  void establishment_failed(const Status& status);
+  void fail(const Status& status, bool notify = true);
+  void send_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string payload);
+  Hello my_hello(uint32_t stream_index) const;
+
+  ProgressEngine& engine_;
+  TcpLinkParams params_;
+  LinkObserver& observer_;
+  UpCallback on_up_;
+  std::string name_;
+  std::vector<std::unique_ptr<TcpStream>> streams_;
+  std::vector<std::unique_ptr<TcpConnector>> connectors_;
+  size_t streams_up_ = 0;
+  bool up_ = false;
+  bool closing_ = false;
+  bool peer_closed_ = false;  // the peer said goodbye before its connection ended
+  Status error_;
+  ProgressEngine::TimerId deadline_timer_ = 0;
+  uint64_t next_link_seq_ = 1;
+  size_t next_stream_ = 0;
+  std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
+  struct Stored {
+    FrameHeader header;
+    std::vector<std::byte> payload;
+  };
+  std::unordered_map<MatchKey, Stored, MatchKeyHash> unexpected_;
+};
+
+}  // namespace hcomm::transport::tcp

@@ -1,0 +1,118 @@
+#include "transport/tcp/tcp_listener.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log/log.hpp"
+
+namespace hcomm::transport::tcp {
+
+Expected<std::unique_ptr<TcpListener>> TcpListener::bind(ProgressEngine& engine,
+                                                         const std::string& host,
+                                                         uint64_t comm_uid, int world_size) {
+  sockaddr_in addr{};
+  if (!parse_ipv4_endpoint(host + ":1", &addr))
+    return Status{HCOMM_ERR_INVALID_ARG, "listen address '" + host + "' is not an IPv4 address"};
+  addr.sin_port = 0;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status{HCOMM_ERR_TRANSPORT, std::string("socket(): ") + strerror(errno)};
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 128) != 0) {
+    Status st{HCOMM_ERR_TRANSPORT, "cannot listen on " + host + ": " + strerror(errno) +
+                                       " (check HCOMM_SOCKET_IFNAME)"};
+    ::close(fd);
+    return st;
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return std::unique_ptr<TcpListener>(
+      new TcpListener(engine, fd, endpoint_string(addr), comm_uid, world_size));
+}
+
+TcpListener::TcpListener(ProgressEngine& engine, int fd, std::string endpoint, uint64_t comm_uid,
+                         int world_size)
+    : engine_(engine),
+      fd_(fd),
+      endpoint_(std::move(endpoint)),
+      comm_uid_(comm_uid),
+      world_size_(world_size) {}
+
+TcpListener::~TcpListener() {
+  engine_.remove_fd(fd_);
+  ::close(fd_);
+  for (auto& [fd, p] : handshaking_) {
+    engine_.remove_fd(fd);
+    ::close(fd);
+  }
+  for (auto& [rank, parked] : parked_) ::close(parked.first);
+}
+
+void TcpListener::start() { engine_.add_fd(fd_, EPOLLIN, this); }
+
+void TcpListener::route(int peer, TcpLink* link) {
+  routes_[peer] = link;
+  auto range = parked_.equal_range(peer);
+  std::vector<std::pair<int, Hello>> ready;
+  for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
+  parked_.erase(range.first, range.second);
+  for (auto& [fd, hello] : ready) link->adopt(fd, hello);
+}
+
+void TcpListener::on_events(int fd, uint32_t) {
+  if (fd == fd_) return accept_all();
+  read_hello(fd);
+}
+
+void TcpListener::accept_all() {
+  for (;;) {
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        HCOMM_LOG(warn, log::kNet, "accept on %s: %s", endpoint_.c_str(), strerror(errno));
+      return;
+    }
+    HCOMM_LOG(debug, log::kNet, "accepted %s on %s", endpoint_string(peer).c_str(),
+              endpoint_.c_str());
+    handshaking_[fd] = Pending{};
+    engine_.add_fd(fd, EPOLLIN, this);
+  }
+}
+
+void TcpListener::drop(int fd, const char* why) {
+  HCOMM_LOG(warn, log::kNet, "dropping a connection on %s: %s", endpoint_.c_str(), why);
+  engine_.remove_fd(fd);
+  handshaking_.erase(fd);
+  ::close(fd);
+}
+
+void TcpListener::read_hello(int fd) {
+  auto it = handshaking_.find(fd);
+  if (it == handshaking_.end()) return;
+  Pending& p = it->second;
+  ssize_t n = recv(fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got,
+                   MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) return drop(fd, "closed before its hello");
+  p.got += static_cast<size_t>(n);
+  if (p.got < sizeof(Hello)) return;
+  Hello hello = p.hello;
+  if (hello.magic != Hello::kMagic || hello.version != Hello::kVersion)
+    return drop(fd, "not an hcomm peer of this version");
+  if (hello.comm_uid != comm_uid_) return drop(fd, "hello for another communicator or job");
+  if (hello.rank < 0 || hello.rank >= world_size_) return drop(fd, "hello with a rank out of range");
+  engine_.remove_fd(fd);
+  handshaking_.erase(it);
+  auto route = routes_.find(hello.rank);
+  if (route == routes_.end()) {
+    parked_.emplace(hello.rank, std::make_pair(fd, hello));
+    return;
+  }
+  route->second->adopt(fd, hello);
+}
+
+}  // namespace hcomm::transport::tcp

@@ -1,0 +1,54 @@
+#include "transport/tcp/tcp_socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hcomm::transport::tcp {
+
+Status configure_socket(int fd, const SocketOptions& options) {
+  int flags = fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    return {HCOMM_ERR_TRANSPORT, std::string("fcntl(O_NONBLOCK): ") + strerror(errno)};
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+    return {HCOMM_ERR_TRANSPORT, std::string("setsockopt(TCP_NODELAY): ") + strerror(errno)};
+  if (options.send_buf_size > 0) {
+    int v = static_cast<int>(options.send_buf_size);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) != 0)
+      return {HCOMM_ERR_INVALID_ARG, "HCOMM_SEND_BUF_SIZE=" + std::to_string(v) +
+                                         " rejected by setsockopt(SO_SNDBUF): " + strerror(errno)};
+  }
+  if (options.recv_buf_size > 0) {
+    int v = static_cast<int>(options.recv_buf_size);
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) != 0)
+      return {HCOMM_ERR_INVALID_ARG, "HCOMM_RECV_BUF_SIZE=" + std::to_string(v) +
+                                         " rejected by setsockopt(SO_RCVBUF): " + strerror(errno)};
+  }
+  return {};
+}
+
+bool parse_ipv4_endpoint(const std::string& endpoint, sockaddr_in* out) {
+  auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = endpoint.substr(0, colon);
+  char* end = nullptr;
+  long port = strtol(endpoint.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port <= 0 || port > 65535) return false;
+  std::memset(out, 0, sizeof(*out));
+  out->sin_family = AF_INET;
+  out->sin_port = htons(static_cast<uint16_t>(port));
+  return inet_pton(AF_INET, host.c_str(), &out->sin_addr) == 1;
+}
+
+std::string endpoint_string(const sockaddr_in& addr) {
+  char host[INET_ADDRSTRLEN] = {0};
+  inet_ntop(AF_INET, &addr.sin_addr, host, sizeof(host));
+  return std::string(host) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+}  // namespace hcomm::transport::tcp

@@ -1,0 +1,41 @@
+// transport/tcp/: the TCP transport. TcpListener accepts a communicator's incoming connections,
+// TcpLink is one peer (one or more TcpStreams), TcpStream is one connection with its framing.
+//
+// This file: the socket-level operations they share (options, addresses, the hello handshake).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <string>
+
+#include "hcomm/status.hpp"
+
+namespace hcomm::transport::tcp {
+
+struct SocketOptions {
+  size_t send_buf_size = 0;  ///< SO_SNDBUF, 0 = kernel default
+  size_t recv_buf_size = 0;  ///< SO_RCVBUF, 0 = kernel default
+};
+
+/// Applies O_NONBLOCK, TCP_NODELAY and the buffer sizes.
+Status configure_socket(int fd, const SocketOptions& options);
+/// "a.b.c.d:port" → sockaddr_in.
+bool parse_ipv4_endpoint(const std::string& endpoint, sockaddr_in* out);
+std::string endpoint_string(const sockaddr_in& addr);
+
+/// The first bytes on every connection, connector → acceptor, then echoed back as consent.
+struct Hello {
+  static constexpr uint32_t kMagic = 0x484d4348;  // "HCMH"
+  static constexpr uint32_t kVersion = 1;
+  uint32_t magic = kMagic;
+  uint32_t version = kVersion;
+  uint64_t comm_uid = 0;
+  int32_t rank = -1;  ///< the sender's rank
+  uint32_t stream_index = 0;
+  uint32_t num_streams = 0;
+  uint32_t world_size = 0;
+};
+static_assert(sizeof(Hello) == 32, "the hello is 32 bytes on the wire");
+
+}  // namespace hcomm::transport::tcp
