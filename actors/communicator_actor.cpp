@@ -51,8 +51,8 @@ namespace {
 /// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
 /// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
 uint64_t p2p_key(int tag, uint32_t nth) {
-  return (uint64_t{1} << 63) | (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) |
-         nth;
+  return (uint64_t{1} << 63) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) | nth;
 }
 
 connection_manager_actor::behavior_type connection_manager(
@@ -71,7 +71,8 @@ connection_manager_actor::behavior_type connection_manager(
               peer, endpoint, deadline,
               [me, plane, peer](const Status& s) {
                 if (s.ok())
-                  caf::anon_send(me, link_up_atom::value, std::string("rank ") + std::to_string(peer));
+                  caf::anon_send(me, link_up_atom::value,
+                                 std::string("rank ") + std::to_string(peer));
                 else
                   caf::anon_send(me, link_fail_atom::value, s.message());
               },
@@ -84,14 +85,14 @@ connection_manager_actor::behavior_type connection_manager(
       [=](link_fail_atom, const std::string& why) {
         HCOMM_LOG(warn, log::kNet, "cannot reach rank %d (%s): %s", self->state.peer,
                   self->state.endpoint.c_str(), why.c_str());
-        self->send(self->state.parent, peer_fail_atom::value, static_cast<int32_t>(self->state.peer),
-                   why);
+        self->send(self->state.parent, peer_fail_atom::value,
+                   static_cast<int32_t>(self->state.peer), why);
       },
       [=](link_down_atom, const std::string& why) {
         HCOMM_LOG(warn, log::kNet, "link to rank %d (%s) failed: %s", self->state.peer,
                   self->state.endpoint.c_str(), why.c_str());
-        self->send(self->state.parent, link_down_atom::value, static_cast<int32_t>(self->state.peer),
-                   why);
+        self->send(self->state.parent, link_down_atom::value,
+                   static_cast<int32_t>(self->state.peer), why);
       },
   };
 }
@@ -129,9 +130,8 @@ communicator_actor::behavior_type communicator(
         HCOMM_LOG(trace, log::kColl, "%s #%llu: %zu steps", coll::op_kind_name(op->kind),
                   static_cast<unsigned long long>(op->seq), schedule->steps().size());
         auto plane = s.plane;
-        s.runtime->engine().post([plane, op = std::move(op), schedule] {
-          plane->start(op, std::move(*schedule));
-        });
+        s.runtime->engine().post(
+            [plane, op = std::move(op), schedule] { plane->start(op, std::move(*schedule)); });
       },
       [=](peer_up_atom, int32_t) {
         auto& s = self->state;
@@ -196,13 +196,13 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   } else {
     auto v = client.get(prefix + "uid", left());
     if (!v.ok())
-      return Status{v.status().code(), "waiting for rank 0 at " + cfg.root_addr + ": " +
-                                           v.status().message()};
+      return Status{v.status().code(),
+                    "waiting for rank 0 at " + cfg.root_addr + ": " + v.status().message()};
     uid = std::stoull(v.value());
   }
 
-  auto listener = transport::tcp::TcpListener::bind(runtime->engine(), local.value(), uid,
-                                                     cfg.world_size);
+  auto listener =
+      transport::tcp::TcpListener::bind(runtime->engine(), local.value(), uid, cfg.world_size);
   if (!listener.ok()) return listener.status();
   Status st = client.set(prefix + "addr/" + std::to_string(cfg.rank), listener.value()->endpoint());
   if (!st.ok()) return st;
@@ -258,8 +258,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     return Status{HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
                                          std::to_string(cfg.connect_timeout.count()) + " ms"};
   if (!ready->status().ok()) return ready->status();
-  HCOMM_LOG(info, log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer",
-            cfg.rank, cfg.world_size, cfg.sockets_per_peer);
+  HCOMM_LOG(info, log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer", cfg.rank,
+            cfg.world_size, cfg.sockets_per_peer);
   return control;
 }
 

@@ -46,8 +46,11 @@ void DataPlane::connect_peer(int peer, const std::string& endpoint,
   }
 }
 
-void DataPlane::on_link_failed(int peer, const Status& status) {
-  executor_.on_link_failed(peer, status);
+void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {
+  executor_.on_link_failed(peer, status, graceful);
+  // A peer that destroyed its communicator is no failure to report (its operations, if any,
+  // have failed with the reason all the same).
+  if (graceful) return;
   if (auto& cb = on_down_[static_cast<size_t>(peer)]) cb(status);
 }
 

@@ -28,8 +28,8 @@ class DataPlane final : public transport::LinkObserver {
  public:
   using Callback = std::function<void(const Status&)>;
 
-  DataPlane(transport::ProgressEngine& engine, std::unique_ptr<transport::tcp::TcpListener> listener,
-            DataPlaneParams params);
+  DataPlane(transport::ProgressEngine& engine,
+            std::unique_ptr<transport::tcp::TcpListener> listener, DataPlaneParams params);
   ~DataPlane();
 
   /// Engine thread: establishes the link to `peer`; `on_up` runs once with the outcome,
@@ -53,7 +53,7 @@ class DataPlane final : public transport::LinkObserver {
   bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override {
     return executor_.is_aborted(comm_id, op_seq);
   }
-  void on_link_failed(int peer, const Status& status) override;
+  void on_link_failed(int peer, const Status& status, bool graceful) override;
 
  private:
   void poll_closed(transport::ProgressEngine::Clock::time_point deadline,

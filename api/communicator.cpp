@@ -20,8 +20,8 @@ class CommunicatorImpl {
     Work work(op->completion);
     const bool collective = coll::is_collective(op->kind);
     // A rejected point-to-point operation whose peer is unusable concerns nobody else.
-    const bool local_only = !collective && (op->peer < 0 || op->peer >= cfg_.world_size ||
-                                            op->peer == cfg_.rank);
+    const bool local_only =
+        !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
     if (!op->invalid.ok()) {
       HCOMM_LOG(warn, log::kColl, "%s rejected: %s", coll::op_kind_name(op->kind),
                 op->invalid.message().c_str());
@@ -43,9 +43,8 @@ class CommunicatorImpl {
                                          std::to_string(static_cast<int>(dtype)) +
                                          " (use a hcomm::DataType value)"};
     if (count > 0 && (send == nullptr || recv == nullptr))
-      return {HCOMM_ERR_INVALID_ARG,
-              w + ": null buffer with count " + std::to_string(count) +
-                  " (pass valid buffers, or count 0)"};
+      return {HCOMM_ERR_INVALID_ARG, w + ": null buffer with count " + std::to_string(count) +
+                                         " (pass valid buffers, or count 0)"};
     if (count > (size_t{1} << 60) / dtype_size(dtype))
       return {HCOMM_ERR_INVALID_ARG, w + ": count " + std::to_string(count) + " is too large"};
     return {};
@@ -54,8 +53,8 @@ class CommunicatorImpl {
   Status check_rank(const char* what, const char* role, int r) const {
     if (r < 0 || r >= cfg_.world_size)
       return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": " + role + " " + std::to_string(r) +
-                                         " is out of range [0, " +
-                                         std::to_string(cfg_.world_size) + ")"};
+                                         " is out of range [0, " + std::to_string(cfg_.world_size) +
+                                         ")"};
     return {};
   }
 
@@ -90,12 +89,11 @@ Status check_config(const Config& cfg) {
                 std::to_string(cfg.world_size) +
                 "): set HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)"};
   if (cfg.transport != "tcp" && cfg.transport != "auto")
-    return {HCOMM_ERR_NO_DEVICE, "HCOMM_TRANSPORT=" + cfg.transport +
-                                     " is not available in this build: use tcp"};
+    return {HCOMM_ERR_NO_DEVICE,
+            "HCOMM_TRANSPORT=" + cfg.transport + " is not available in this build: use tcp"};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
-  if (cfg.chunk_bytes < 8)
-    return {HCOMM_ERR_INVALID_ARG, "chunk_bytes must be at least 8"};
+  if (cfg.chunk_bytes < 8) return {HCOMM_ERR_INVALID_ARG, "chunk_bytes must be at least 8"};
   if (cfg.actor_threads < 1) return {HCOMM_ERR_INVALID_ARG, "actor_threads must be at least 1"};
   return {};
 }
@@ -125,9 +123,15 @@ Communicator::Communicator(std::unique_ptr<detail::CommunicatorImpl> impl)
     : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
-int Communicator::rank() const { return impl_->config().rank; }
-int Communicator::size() const { return impl_->config().world_size; }
-const Config& Communicator::config() const { return impl_->config(); }
+int Communicator::rank() const {
+  return impl_->config().rank;
+}
+int Communicator::size() const {
+  return impl_->config().world_size;
+}
+const Config& Communicator::config() const {
+  return impl_->config();
+}
 
 Work Communicator::allreduce_async(const void* send, void* recv, size_t count, DataType dtype,
                                    ReduceOp op) {
@@ -135,9 +139,10 @@ Work Communicator::allreduce_async(const void* send, void* recv, size_t count, D
   o->redop = op;
   o->invalid = impl_->check("allreduce", send, recv, count, dtype);
   if (o->invalid.ok() && !is_valid(op))
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "allreduce: invalid reduce op " +
-                                             std::to_string(static_cast<int>(op))};
-  if (!o->invalid.ok()) o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
+    o->invalid = {HCOMM_ERR_INVALID_ARG,
+                  "allreduce: invalid reduce op " + std::to_string(static_cast<int>(op))};
+  if (!o->invalid.ok())
+    o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
   return impl_->submit(std::move(o));
 }
 
@@ -163,9 +168,10 @@ Work Communicator::reduce_scatter_async(const void* send, void* recv, size_t rec
   o->redop = op;
   o->invalid = impl_->check("reduce_scatter", send, recv, recv_count, dtype);
   if (o->invalid.ok() && !is_valid(op))
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "reduce_scatter: invalid reduce op " +
-                                             std::to_string(static_cast<int>(op))};
-  if (!o->invalid.ok()) o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
+    o->invalid = {HCOMM_ERR_INVALID_ARG,
+                  "reduce_scatter: invalid reduce op " + std::to_string(static_cast<int>(op))};
+  if (!o->invalid.ok())
+    o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
   return impl_->submit(std::move(o));
 }
 
@@ -179,10 +185,9 @@ Work Communicator::send_async(const void* buf, size_t count, DataType dtype, int
   o->tag = tag;
   o->invalid = impl_->check_rank("send", "peer", peer);
   if (o->invalid.ok() && peer == rank())
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "send: peer " + std::to_string(peer) +
-                                             " is this rank; copy the buffer instead"};
-  if (o->invalid.ok() && tag < 0)
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "send: tag must be >= 0"};
+    o->invalid = {HCOMM_ERR_INVALID_ARG,
+                  "send: peer " + std::to_string(peer) + " is this rank; copy the buffer instead"};
+  if (o->invalid.ok() && tag < 0) o->invalid = {HCOMM_ERR_INVALID_ARG, "send: tag must be >= 0"};
   if (o->invalid.ok()) o->invalid = impl_->check("send", buf, buf, count, dtype);
   if (!o->invalid.ok()) o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
   return impl_->submit(std::move(o));
@@ -194,10 +199,9 @@ Work Communicator::recv_async(void* buf, size_t count, DataType dtype, int peer,
   o->tag = tag;
   o->invalid = impl_->check_rank("recv", "peer", peer);
   if (o->invalid.ok() && peer == rank())
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "recv: peer " + std::to_string(peer) +
-                                             " is this rank; copy the buffer instead"};
-  if (o->invalid.ok() && tag < 0)
-    o->invalid = {HCOMM_ERR_INVALID_ARG, "recv: tag must be >= 0"};
+    o->invalid = {HCOMM_ERR_INVALID_ARG,
+                  "recv: peer " + std::to_string(peer) + " is this rank; copy the buffer instead"};
+  if (o->invalid.ok() && tag < 0) o->invalid = {HCOMM_ERR_INVALID_ARG, "recv: tag must be >= 0"};
   if (o->invalid.ok()) o->invalid = impl_->check("recv", buf, buf, count, dtype);
   if (!o->invalid.ok()) o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
   return impl_->submit(std::move(o));
@@ -213,11 +217,13 @@ Status Communicator::broadcast(void* buf, size_t count, DataType dtype, int root
 Status Communicator::allgather(const void* send, void* recv, size_t count, DataType dtype) {
   return allgather_async(send, recv, count, dtype).wait(config().op_timeout);
 }
-Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count,
-                                    DataType dtype, ReduceOp op) {
+Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType dtype,
+                                    ReduceOp op) {
   return reduce_scatter_async(send, recv, recv_count, dtype, op).wait(config().op_timeout);
 }
-Status Communicator::barrier() { return barrier_async().wait(config().op_timeout); }
+Status Communicator::barrier() {
+  return barrier_async().wait(config().op_timeout);
+}
 Status Communicator::send(const void* buf, size_t count, DataType dtype, int peer, int tag) {
   return send_async(buf, count, dtype, peer, tag).wait(config().op_timeout);
 }

@@ -78,7 +78,9 @@ Status Work::wait(std::chrono::milliseconds timeout) const {
   return c_->status();
 }
 
-bool Work::test() const { return c_ && c_->done(); }
+bool Work::test() const {
+  return c_ && c_->done();
+}
 
 Status Work::status() const {
   if (!c_) return {HCOMM_ERR_INVALID_ARG, "status() on an empty Work handle"};

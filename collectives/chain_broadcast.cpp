@@ -16,11 +16,27 @@ void ChainBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule
     auto [off, bytes] = chunks[c];
     Schedule::Id got = Schedule::kNone;
     if (pos > 0)
-      got = s.add(Step{Step::Kind::recv, prev, 0, static_cast<uint32_t>(c), op.recv + off, nullptr,
-                       bytes, off, 0, {}});
+      got = s.add(Step{Step::Kind::recv,
+                       prev,
+                       0,
+                       static_cast<uint32_t>(c),
+                       op.recv + off,
+                       nullptr,
+                       bytes,
+                       off,
+                       0,
+                       {}});
     if (pos < n - 1) {
-      Schedule::Id fwd = s.add(Step{Step::Kind::send, next, 0, static_cast<uint32_t>(c), nullptr,
-                                    op.recv + off, bytes, off, 0, {}});
+      Schedule::Id fwd = s.add(Step{Step::Kind::send,
+                                    next,
+                                    0,
+                                    static_cast<uint32_t>(c),
+                                    nullptr,
+                                    op.recv + off,
+                                    bytes,
+                                    off,
+                                    0,
+                                    {}});
       s.order(got, fwd);
     }
   }

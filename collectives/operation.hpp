@@ -26,7 +26,9 @@ enum class OpKind : uint8_t {
 };
 
 const char* op_kind_name(OpKind kind);
-inline bool is_collective(OpKind k) { return k != OpKind::send && k != OpKind::recv; }
+inline bool is_collective(OpKind k) {
+  return k != OpKind::send && k != OpKind::recv;
+}
 
 struct Operation {
   OpKind kind = OpKind::barrier;

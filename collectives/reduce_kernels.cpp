@@ -223,7 +223,7 @@ void map(void* buf, size_t n, F f) {
   Loops<kIsa>::template map<C>(static_cast<typename C::storage*>(buf), n, f);
 }
 
-// ---- float16 with F16C ------------------------------------------------------------------------
+// ---- float16 with F16C --------------------------------------------------------------------------
 //
 // Eight elements per step: widen with VCVTPH2PS, combine in float, narrow with VCVTPS2PH rounding
 // to nearest even (immediate 0, independent of MXCSR). Each step loads before it stores, so exact
@@ -285,7 +285,7 @@ Isa cpu_isa() {
   return isa;
 }
 
-// ---- Dispatch: once per call ----------------------------------------------------------------
+// ---- Dispatch: once per call --------------------------------------------------------------------
 
 template <Isa kIsa, class Op>
 void binary_for(DataType t, void* out, const void* a, const void* b, size_t n, Op op) {
@@ -305,8 +305,11 @@ void binary_for(DataType t, void* out, const void* a, const void* b, size_t n, O
     case DataType::bfloat16:
       return binary<kIsa, Bfloat16>(out, a, b, n, op);
     case DataType::float16:
-      if constexpr (kIsa == Isa::avx2) return f16c_binary(out, a, b, n, op);
-      return binary<kIsa, HalfScalar>(out, a, b, n, op);
+      if constexpr (kIsa == Isa::avx2) {
+        return f16c_binary(out, a, b, n, op);
+      } else {
+        return binary<kIsa, HalfScalar>(out, a, b, n, op);
+      }
   }
 }
 
@@ -335,18 +338,22 @@ void finalize_for(void* buf, size_t n, DataType t, int nranks) {
     case DataType::uint8:
       return map<kIsa, Native<uint8_t>>(buf, n, trunc_float);
     case DataType::int32:
-      return map<kIsa, Native<int32_t>>(buf, n, DivideTruncVia<double>{nranks * 1.0});
+      return map<kIsa, Native<int32_t>>(buf, n,
+                                        DivideTruncVia<double>{static_cast<double>(nranks)});
     case DataType::int64:
       return map<kIsa, Native<int64_t>>(buf, n, DivideBy<int64_t>{nranks});
     case DataType::float32:
       return map<kIsa, Native<float>>(buf, n, by_float);
     case DataType::float64:
-      return map<kIsa, Native<double>>(buf, n, DivideBy<double>{nranks * 1.0});
+      return map<kIsa, Native<double>>(buf, n, DivideBy<double>{static_cast<double>(nranks)});
     case DataType::bfloat16:
       return map<kIsa, Bfloat16>(buf, n, by_float);
     case DataType::float16:
-      if constexpr (kIsa == Isa::avx2) return f16c_map(buf, n, by_float);
-      return map<kIsa, HalfScalar>(buf, n, by_float);
+      if constexpr (kIsa == Isa::avx2) {
+        return f16c_map(buf, n, by_float);
+      } else {
+        return map<kIsa, HalfScalar>(buf, n, by_float);
+      }
   }
 }
 

@@ -25,13 +25,27 @@ void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule&
     for (size_t c = 0; c < chunks.size(); ++c) {
       auto [off, bytes] = chunks[c];
       const std::byte* from = st == 0 ? op.send + off : op.recv + sblk + off;
-      Schedule::Id send = s.add(Step{Step::Kind::send, right, static_cast<uint32_t>(st),
-                                     static_cast<uint32_t>(c), nullptr, from, bytes, sblk + off,
-                                     0, {}});
+      Schedule::Id send = s.add(Step{Step::Kind::send,
+                                     right,
+                                     static_cast<uint32_t>(st),
+                                     static_cast<uint32_t>(c),
+                                     nullptr,
+                                     from,
+                                     bytes,
+                                     sblk + off,
+                                     0,
+                                     {}});
       s.order(landed[c], send);
-      landed[c] = s.add(Step{Step::Kind::recv, left, static_cast<uint32_t>(st),
-                             static_cast<uint32_t>(c), op.recv + rblk + off, nullptr, bytes,
-                             rblk + off, 0, {}});
+      landed[c] = s.add(Step{Step::Kind::recv,
+                             left,
+                             static_cast<uint32_t>(st),
+                             static_cast<uint32_t>(c),
+                             op.recv + rblk + off,
+                             nullptr,
+                             bytes,
+                             rblk + off,
+                             0,
+                             {}});
     }
   }
 }

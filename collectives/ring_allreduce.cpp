@@ -44,17 +44,32 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];
       const std::byte* from = (st == 0 ? op.send : op.recv) + off;
-      Schedule::Id id = s.add(Step{Step::Kind::send, right, static_cast<uint32_t>(st),
-                                   static_cast<uint32_t>(c), nullptr, from, bytes, off, 0, {}});
+      Schedule::Id id = s.add(Step{Step::Kind::send,
+                                   right,
+                                   static_cast<uint32_t>(st),
+                                   static_cast<uint32_t>(c),
+                                   nullptr,
+                                   from,
+                                   bytes,
+                                   off,
+                                   0,
+                                   {}});
       s.order(get(last_write, sseg, c), id);
       reader[{sseg, c}] = id;
     }
     auto rc = seg_chunks(rseg);
     for (size_t c = 0; c < rc.size(); ++c) {
       auto [off, bytes] = rc[c];
-      last_write[{rseg, c}] =
-          s.add(Step{Step::Kind::recv_reduce, left, static_cast<uint32_t>(st),
-                     static_cast<uint32_t>(c), op.recv + off, op.send + off, bytes, off, 0, {}});
+      last_write[{rseg, c}] = s.add(Step{Step::Kind::recv_reduce,
+                                         left,
+                                         static_cast<uint32_t>(st),
+                                         static_cast<uint32_t>(c),
+                                         op.recv + off,
+                                         op.send + off,
+                                         bytes,
+                                         off,
+                                         0,
+                                         {}});
     }
   }
 
@@ -63,8 +78,8 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     auto oc = seg_chunks(owned);
     for (size_t c = 0; c < oc.size(); ++c) {
       auto [off, bytes] = oc[c];
-      Schedule::Id id = s.add(
-          Step{Step::Kind::average, -1, 0, 0, op.recv + off, nullptr, bytes, off, 0, {}});
+      Schedule::Id id =
+          s.add(Step{Step::Kind::average, -1, 0, 0, op.recv + off, nullptr, bytes, off, 0, {}});
       s.order(get(last_write, owned, c), id);
       last_write[{owned, c}] = id;
     }
@@ -76,15 +91,31 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     auto sc = seg_chunks(sseg);
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];
-      Schedule::Id id = s.add(Step{Step::Kind::send, right, tag, static_cast<uint32_t>(c), nullptr,
-                                   op.recv + off, bytes, off, 0, {}});
+      Schedule::Id id = s.add(Step{Step::Kind::send,
+                                   right,
+                                   tag,
+                                   static_cast<uint32_t>(c),
+                                   nullptr,
+                                   op.recv + off,
+                                   bytes,
+                                   off,
+                                   0,
+                                   {}});
       s.order(get(last_write, sseg, c), id);
     }
     auto rc = seg_chunks(rseg);
     for (size_t c = 0; c < rc.size(); ++c) {
       auto [off, bytes] = rc[c];
-      Schedule::Id id = s.add(Step{Step::Kind::recv, left, tag, static_cast<uint32_t>(c),
-                                   op.recv + off, nullptr, bytes, off, 0, {}});
+      Schedule::Id id = s.add(Step{Step::Kind::recv,
+                                   left,
+                                   tag,
+                                   static_cast<uint32_t>(c),
+                                   op.recv + off,
+                                   nullptr,
+                                   bytes,
+                                   off,
+                                   0,
+                                   {}});
       // Overwrite only after the reduce-scatter send of this chunk has read it.
       s.order(get(reader, rseg, c), id);
       s.order(get(last_write, rseg, c), id);

@@ -18,7 +18,8 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
   const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
   std::vector<Schedule::Id> last(chunks.size(), Schedule::kNone);
   if (n == 1) {
-    if (op.send != op.recv) s.add(Step{Step::Kind::copy, -1, 0, 0, op.recv, op.send, block, 0, 0, {}});
+    if (op.send != op.recv)
+      s.add(Step{Step::Kind::copy, -1, 0, 0, op.recv, op.send, block, 0, 0, {}});
   } else {
     const int right = (r + 1) % n, left = mod(r - 1);
     std::byte* scratch = n > 2 ? s.scratch(static_cast<size_t>(n - 2) * block) : nullptr;
@@ -26,18 +27,31 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
       const size_t sblk = static_cast<size_t>(mod(r - st - 1)) * block;
       const size_t rblk = static_cast<size_t>(mod(r - st - 2)) * block;
       std::byte* partial_in = st == 0 ? nullptr : scratch + static_cast<size_t>(st - 1) * block;
-      std::byte* partial_out =
-          st == n - 2 ? op.recv : scratch + static_cast<size_t>(st) * block;
+      std::byte* partial_out = st == n - 2 ? op.recv : scratch + static_cast<size_t>(st) * block;
       for (size_t c = 0; c < chunks.size(); ++c) {
         auto [off, bytes] = chunks[c];
         const std::byte* from = st == 0 ? op.send + sblk + off : partial_in + off;
-        Schedule::Id send = s.add(Step{Step::Kind::send, right, static_cast<uint32_t>(st),
-                                       static_cast<uint32_t>(c), nullptr, from, bytes, sblk + off,
-                                       0, {}});
+        Schedule::Id send = s.add(Step{Step::Kind::send,
+                                       right,
+                                       static_cast<uint32_t>(st),
+                                       static_cast<uint32_t>(c),
+                                       nullptr,
+                                       from,
+                                       bytes,
+                                       sblk + off,
+                                       0,
+                                       {}});
         s.order(last[c], send);
-        last[c] = s.add(Step{Step::Kind::recv_reduce, left, static_cast<uint32_t>(st),
-                             static_cast<uint32_t>(c), partial_out + off, op.send + rblk + off,
-                             bytes, rblk + off, 0, {}});
+        last[c] = s.add(Step{Step::Kind::recv_reduce,
+                             left,
+                             static_cast<uint32_t>(st),
+                             static_cast<uint32_t>(c),
+                             partial_out + off,
+                             op.send + rblk + off,
+                             bytes,
+                             rblk + off,
+                             0,
+                             {}});
       }
     }
   }

@@ -19,13 +19,13 @@ struct Step {
   };
   Kind kind = Kind::copy;
   int peer = -1;
-  uint32_t tag_step = 0;   ///< with tag_chunk: the frame's match key within the operation
+  uint32_t tag_step = 0;  ///< with tag_chunk: the frame's match key within the operation
   uint32_t tag_chunk = 0;
   std::byte* dst = nullptr;
   const std::byte* src = nullptr;
   size_t bytes = 0;
-  uint64_t offset = 0;  ///< byte offset within the operation's buffer, for frame headers
-  uint32_t waits = 0;   ///< steps that must complete before this one starts
+  uint64_t offset = 0;         ///< byte offset within the operation's buffer, for frame headers
+  uint32_t waits = 0;          ///< steps that must complete before this one starts
   std::vector<uint32_t> then;  ///< steps that wait for this one
 };
 

@@ -300,7 +300,7 @@ bool ScheduleExecutor::involves(const Run& run, int peer) const {
   return is_collective(run.op->kind) ? size_ > 1 : run.op->peer == peer;
 }
 
-void ScheduleExecutor::on_link_failed(int peer, const Status& status) {
+void ScheduleExecutor::on_link_failed(int peer, const Status& status, bool) {
   ++depth_;
   std::vector<Run*> hit;
   for (auto& [seq, run] : runs_)

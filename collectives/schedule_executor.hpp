@@ -39,7 +39,7 @@ class ScheduleExecutor final : public transport::LinkObserver {
   void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
                        const std::string& reason) override;
   bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override;
-  void on_link_failed(int peer, const Status& status) override;
+  void on_link_failed(int peer, const Status& status, bool graceful) override;
 
  private:
   struct Run;

@@ -6,7 +6,8 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  size_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (size_t{16} << 20) / sizeof(float);
+  size_t count =
+      argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (size_t{16} << 20) / sizeof(float);
   auto created = hcomm::Communicator::create_from_env();  // HCOMM_RANK, HCOMM_WORLD_SIZE, ...
   if (!created) {
     std::fprintf(stderr, "cannot create the communicator: %s\n",

@@ -54,23 +54,35 @@ uint32_t parse_subsys(const char* s) {
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::error: return "ERROR";
-    case Level::warn: return "WARN";
-    case Level::info: return "INFO";
-    case Level::debug: return "DEBUG";
-    case Level::trace: return "TRACE";
-    default: return "";
+    case Level::error:
+      return "ERROR";
+    case Level::warn:
+      return "WARN";
+    case Level::info:
+      return "INFO";
+    case Level::debug:
+      return "DEBUG";
+    case Level::trace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
 const char* subsys_name(Subsys s) {
   switch (s) {
-    case kInit: return "INIT";
-    case kBoot: return "BOOT";
-    case kNet: return "NET";
-    case kColl: return "COLL";
-    case kActor: return "ACTOR";
-    default: return "ALL";
+    case kInit:
+      return "INIT";
+    case kBoot:
+      return "BOOT";
+    case kNet:
+      return "NET";
+    case kColl:
+      return "COLL";
+    case kActor:
+      return "ACTOR";
+    default:
+      return "ALL";
   }
 }
 
@@ -87,15 +99,18 @@ bool enabled(Level level, Subsys subsys) {
          (g_subsys.load(std::memory_order_relaxed) & subsys) != 0;
 }
 
-void set_rank(int rank) { g_rank.store(rank); }
+void set_rank(int rank) {
+  g_rank.store(rank);
+}
 
 void write(Level level, Subsys subsys, const char* fmt, ...) {
   char line[1024];
   int rank = g_rank.load();
-  int n = rank >= 0 ? snprintf(line, sizeof(line), "hcomm[rank %d] %s %s: ", rank,
-                               subsys_name(subsys), level_name(level))
-                    : snprintf(line, sizeof(line), "hcomm[pid %d] %s %s: ",
-                               static_cast<int>(getpid()), subsys_name(subsys), level_name(level));
+  int n = rank >= 0
+              ? snprintf(line, sizeof(line), "hcomm[rank %d] %s %s: ", rank, subsys_name(subsys),
+                         level_name(level))
+              : snprintf(line, sizeof(line), "hcomm[pid %d] %s %s: ", static_cast<int>(getpid()),
+                         subsys_name(subsys), level_name(level));
   va_list ap;
   va_start(ap, fmt);
   int m = vsnprintf(line + n, sizeof(line) - static_cast<size_t>(n) - 1, fmt, ap);

@@ -31,8 +31,8 @@ void reload_from_env();
 
 }  // namespace hcomm::log
 
-#define HCOMM_LOG(level, subsys, ...)                                  \
-  do {                                                                 \
-    if (::hcomm::log::enabled(::hcomm::log::Level::level, subsys))     \
+#define HCOMM_LOG(level, subsys, ...)                                       \
+  do {                                                                      \
+    if (::hcomm::log::enabled(::hcomm::log::Level::level, subsys))          \
       ::hcomm::log::write(::hcomm::log::Level::level, subsys, __VA_ARGS__); \
   } while (0)

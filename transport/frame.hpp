@@ -30,11 +30,11 @@ struct FrameHeader {
   uint8_t redop = 0;
   uint32_t comm_id = 0;
   int32_t src_rank = -1;
-  uint64_t op_seq = 0;  ///< per-communicator operation number (p2p ops have their own space)
-  uint32_t step = 0;    ///< algorithm step
-  uint32_t chunk = 0;   ///< pipelining chunk within the step
-  uint64_t offset = 0;  ///< payload's byte offset within the operation's buffer
-  uint64_t length = 0;  ///< payload bytes after the header
+  uint64_t op_seq = 0;    ///< per-communicator operation number (p2p ops have their own space)
+  uint32_t step = 0;      ///< algorithm step
+  uint32_t chunk = 0;     ///< pipelining chunk within the step
+  uint64_t offset = 0;    ///< payload's byte offset within the operation's buffer
+  uint64_t length = 0;    ///< payload bytes after the header
   uint64_t op_bytes = 0;  ///< the sender's size of the operation: mismatch detection
   uint64_t link_seq = 0;  ///< per-peer frame number (reliable channel)
 };

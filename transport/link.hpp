@@ -3,7 +3,8 @@
 //
 // Threading contract: a Link lives on its ProgressEngine's thread. Every method below is called on
 // that thread, never blocks, and may invoke request callbacks before it returns (callers must
-// tolerate re-entry). Requests are owned by the caller and must stay alive until their callback ran.
+// tolerate re-entry). Requests are owned by the caller and must stay alive until their callback
+// ran.
 #pragma once
 
 #include <cstddef>
@@ -58,7 +59,8 @@ class LinkObserver {
   /// True when frames for this operation are to be dropped (it was aborted here).
   virtual bool is_aborted(uint32_t comm_id, uint64_t op_seq) const = 0;
   /// The link failed for good; posted requests have already been failed with `status`.
-  virtual void on_link_failed(int peer, const Status& status) = 0;
+  /// `graceful`: the peer said goodbye (destroyed its communicator) before closing.
+  virtual void on_link_failed(int peer, const Status& status, bool graceful) = 0;
 
  protected:
   ~LinkObserver() = default;
@@ -66,9 +68,9 @@ class LinkObserver {
 
 /// What a link can do; queried, not discovered by failure.
 struct LinkCaps {
-  const char* medium = "";      ///< "tcp", "shm", "rdma"
-  size_t max_frame_bytes = 0;   ///< largest payload of one frame
-  bool one_sided = false;       ///< supports remote writes without a posted receive
+  const char* medium = "";            ///< "tcp", "shm", "rdma"
+  size_t max_frame_bytes = 0;         ///< largest payload of one frame
+  bool one_sided = false;             ///< supports remote writes without a posted receive
   bool detects_peer_failure = false;  ///< reports a dead peer by itself (EOF, RST, CQ error)
 };
 
@@ -81,7 +83,8 @@ class Link {
   virtual LinkCaps caps() const = 0;
   /// Queues a frame; fills header.link_seq. A failed link fails the request at once.
   virtual void post_send(SendRequest* request) = 0;
-  /// Posts a receive; consumes a matching frame that arrived earlier. A failed link fails it at once.
+  /// Posts a receive; consumes a matching frame that arrived earlier. A failed link fails it at
+  /// once.
   virtual void post_recv(RecvRequest* request) = 0;
   /// Removes a posted receive that has not started to receive; false when it is not posted.
   virtual bool cancel_recv(RecvRequest* request) = 0;

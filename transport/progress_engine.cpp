@@ -74,7 +74,9 @@ ProgressEngine::TimerId ProgressEngine::add_timer(Clock::time_point when, Task t
   return id;
 }
 
-void ProgressEngine::cancel_timer(TimerId id) { timers_.erase(id); }
+void ProgressEngine::cancel_timer(TimerId id) {
+  timers_.erase(id);
+}
 
 void ProgressEngine::drain_tasks() {
   Task* t = nullptr;

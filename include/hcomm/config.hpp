@@ -1,7 +1,7 @@
 // hcomm public API: configuration.
 //
-// Precedence is code > environment > defaults: Config::from_env() returns the defaults overridden by
-// HCOMM_* variables, and an application then sets whatever fields it wants to fix in code.
+// Precedence is code > environment > defaults: Config::from_env() returns the defaults overridden
+// by HCOMM_* variables, and an application then sets whatever fields it wants to fix in code.
 #pragma once
 
 #include <chrono>
@@ -25,10 +25,10 @@ struct Config {
   std::string socket_ifname;
 
   // ---- transport
-  std::string transport = "tcp";  ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
-  size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
-  size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
-  int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
+  std::string transport = "tcp";    ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
+  size_t send_buf_size = 0;         ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
+  size_t recv_buf_size = 0;         ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
+  int sockets_per_peer = 1;         ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
   size_t chunk_bytes = 512 * 1024;  ///< HCOMM_CHUNK_SIZE: pipelining unit of collectives
 
   // ---- deadlines

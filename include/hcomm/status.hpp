@@ -45,7 +45,7 @@ class Status {
 template <class T>
 class Expected {
  public:
-  Expected(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   Expected(Status error) : status_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }

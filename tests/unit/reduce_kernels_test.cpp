@@ -406,7 +406,11 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
       uint16_t h[] = {qnan, one, qnan};
       const uint16_t g[] = {one, qnan, qnan};
       coll::reduce_into(h, g, 3, t, op);
-      for (uint16_t v : h) CHECK(std::isnan(get_float(reinterpret_cast<uint8_t*>(&v), t)));
+      for (uint16_t v : h) {
+        uint8_t bytes[8] = {};  // get_float may read up to 8 bytes for wider types
+        std::memcpy(bytes, &v, sizeof(v));
+        CHECK(std::isnan(get_float(bytes, t)));
+      }
     }
   }
 }

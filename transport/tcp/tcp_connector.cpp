@@ -32,7 +32,9 @@ TcpConnector::~TcpConnector() {
   }
 }
 
-void TcpConnector::start() { attempt(); }
+void TcpConnector::start() {
+  attempt();
+}
 
 void TcpConnector::attempt() {
   timer_ = 0;
@@ -68,7 +70,8 @@ void TcpConnector::on_events(int, uint32_t events) {
     int err = 0;
     socklen_t len = sizeof(err);
     getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0 || (events & EPOLLERR)) return retry_later(strerror(err != 0 ? err : ECONNREFUSED));
+    if (err != 0 || (events & EPOLLERR))
+      return retry_later(strerror(err != 0 ? err : ECONNREFUSED));
     connected_ = true;
     // A 32-byte write into a fresh connection's empty send buffer cannot be short.
     if (send(fd_, &hello_, sizeof(hello_), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello_)))

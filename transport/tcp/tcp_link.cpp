@@ -72,10 +72,10 @@ void TcpLink::connect(ProgressEngine::Clock::time_point deadline) {
           if (!st.ok()) return establishment_failed(st);
           if (peer_hello.rank != params_.peer) {
             ::close(fd);
-            return establishment_failed({HCOMM_ERR_TRANSPORT,
-                                         name_ + " answered as rank " +
-                                             std::to_string(peer_hello.rank) +
-                                             ": two jobs share a rendezvous address?"});
+            return establishment_failed(
+                {HCOMM_ERR_TRANSPORT, name_ + " answered as rank " +
+                                          std::to_string(peer_hello.rank) +
+                                          ": two jobs share a rendezvous address?"});
           }
           stream_ready(i, fd);
         }));
@@ -96,27 +96,27 @@ void TcpLink::expect(ProgressEngine::Clock::time_point deadline) {
 
 void TcpLink::adopt(int fd, const Hello& hello) {
   size_t index = hello.stream_index;
-  if (index >= streams_.size() || streams_[index] || static_cast<int>(hello.num_streams) !=
-                                                         params_.num_streams) {
+  if (index >= streams_.size() || streams_[index] ||
+      static_cast<int>(hello.num_streams) != params_.num_streams) {
     HCOMM_LOG(warn, log::kNet,
               "%s: unexpected stream %u of %u (this rank uses %d streams per peer: is "
               "HCOMM_SOCKETS_PER_PEER the same on every rank?)",
               name_.c_str(), hello.stream_index, hello.num_streams, params_.num_streams);
     ::close(fd);
-    return establishment_failed({HCOMM_ERR_INVALID_ARG,
-                                 name_ + " connected with " + std::to_string(hello.num_streams) +
-                                     " streams per peer, this rank expects " +
-                                     std::to_string(params_.num_streams) +
-                                     ": set the same HCOMM_SOCKETS_PER_PEER on every rank"});
+    return establishment_failed(
+        {HCOMM_ERR_INVALID_ARG, name_ + " connected with " + std::to_string(hello.num_streams) +
+                                    " streams per peer, this rank expects " +
+                                    std::to_string(params_.num_streams) +
+                                    ": set the same HCOMM_SOCKETS_PER_PEER on every rank"});
   }
   Status st = configure_socket(fd, params_.socket_options);
   Hello reply = my_hello(static_cast<uint32_t>(index));
   if (!st.ok() ||
       send(fd, &reply, sizeof(reply), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(reply))) {
     ::close(fd);
-    return establishment_failed(st.ok() ? Status{HCOMM_ERR_TRANSPORT,
-                                                 "hello reply to " + name_ + ": " + strerror(errno)}
-                                        : st);
+    return establishment_failed(
+        st.ok() ? Status{HCOMM_ERR_TRANSPORT, "hello reply to " + name_ + ": " + strerror(errno)}
+                : st);
   }
   stream_ready(index, fd);
 }
@@ -153,7 +153,7 @@ void TcpLink::fail(const Status& status, bool notify) {
   unexpected_.clear();
   for (auto& [key, request] : posted) request->on_received(status);
   if (on_up_) std::exchange(on_up_, nullptr)(status);
-  if (was_up && notify) observer_.on_link_failed(params_.peer, status);
+  if (was_up && notify) observer_.on_link_failed(params_.peer, status, peer_closed_);
 }
 
 void TcpLink::post_send(SendRequest* request) {

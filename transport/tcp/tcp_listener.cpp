@@ -12,8 +12,8 @@
 namespace hcomm::transport::tcp {
 
 Expected<std::unique_ptr<TcpListener>> TcpListener::bind(ProgressEngine& engine,
-                                                         const std::string& host,
-                                                         uint64_t comm_uid, int world_size) {
+                                                         const std::string& host, uint64_t comm_uid,
+                                                         int world_size) {
   sockaddr_in addr{};
   if (!parse_ipv4_endpoint(host + ":1", &addr))
     return Status{HCOMM_ERR_INVALID_ARG, "listen address '" + host + "' is not an IPv4 address"};
@@ -21,8 +21,8 @@ Expected<std::unique_ptr<TcpListener>> TcpListener::bind(ProgressEngine& engine,
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Status{HCOMM_ERR_TRANSPORT, std::string("socket(): ") + strerror(errno)};
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 128) != 0) {
-    Status st{HCOMM_ERR_TRANSPORT, "cannot listen on " + host + ": " + strerror(errno) +
-                                       " (check HCOMM_SOCKET_IFNAME)"};
+    Status st{HCOMM_ERR_TRANSPORT,
+              "cannot listen on " + host + ": " + strerror(errno) + " (check HCOMM_SOCKET_IFNAME)"};
     ::close(fd);
     return st;
   }
@@ -50,7 +50,9 @@ TcpListener::~TcpListener() {
   for (auto& [rank, parked] : parked_) ::close(parked.first);
 }
 
-void TcpListener::start() { engine_.add_fd(fd_, EPOLLIN, this); }
+void TcpListener::start() {
+  engine_.add_fd(fd_, EPOLLIN, this);
+}
 
 void TcpListener::route(int peer, TcpLink* link) {
   routes_[peer] = link;
@@ -94,8 +96,8 @@ void TcpListener::read_hello(int fd) {
   auto it = handshaking_.find(fd);
   if (it == handshaking_.end()) return;
   Pending& p = it->second;
-  ssize_t n = recv(fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got,
-                   MSG_DONTWAIT);
+  ssize_t n =
+      recv(fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) return drop(fd, "closed before its hello");
   p.got += static_cast<size_t>(n);
@@ -104,7 +106,8 @@ void TcpListener::read_hello(int fd) {
   if (hello.magic != Hello::kMagic || hello.version != Hello::kVersion)
     return drop(fd, "not an hcomm peer of this version");
   if (hello.comm_uid != comm_uid_) return drop(fd, "hello for another communicator or job");
-  if (hello.rank < 0 || hello.rank >= world_size_) return drop(fd, "hello with a rank out of range");
+  if (hello.rank < 0 || hello.rank >= world_size_)
+    return drop(fd, "hello with a rank out of range");
   engine_.remove_fd(fd);
   handshaking_.erase(it);
   auto route = routes_.find(hello.rank);

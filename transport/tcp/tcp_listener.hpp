@@ -43,8 +43,8 @@ class TcpListener final : public FdHandler {
   std::string endpoint_;
   uint64_t comm_uid_;
   int world_size_;
-  std::map<int, Pending> handshaking_;             // accepted fd → hello bytes so far
-  std::map<int, TcpLink*> routes_;                 // peer rank → link
+  std::map<int, Pending> handshaking_;                // accepted fd → hello bytes so far
+  std::map<int, TcpLink*> routes_;                    // peer rank → link
   std::multimap<int, std::pair<int, Hello>> parked_;  // peer rank → (fd, hello)
 };
 

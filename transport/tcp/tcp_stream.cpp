@@ -26,7 +26,9 @@ TcpStream::TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, std::st
   engine_.add_fd(fd_, EPOLLIN, this);
 }
 
-TcpStream::~TcpStream() { shut({HCOMM_ERR_ABORTED, "connection closed"}); }
+TcpStream::~TcpStream() {
+  shut({HCOMM_ERR_ABORTED, "connection closed"});
+}
 
 void TcpStream::shut(const Status& status) {
   if (dead_) return;
@@ -36,8 +38,8 @@ void TcpStream::shut(const Status& status) {
   std::deque<SendRequest*> failed;
   failed.swap(queue_);
   queued_bytes_ = 0;
-  RecvRequest* in_progress = (target_ == Target::direct || target_ == Target::pieces) ? request_
-                                                                                       : nullptr;
+  RecvRequest* in_progress =
+      (target_ == Target::direct || target_ == Target::pieces) ? request_ : nullptr;
   target_ = Target::none;
   request_ = nullptr;
   for (auto* r : failed) r->on_sent(status);
@@ -235,11 +237,20 @@ void TcpStream::start_payload() {
 
 void TcpStream::deliver(const std::byte* data, size_t bytes) {
   switch (target_) {
-    case Target::direct: std::memcpy(direct_ + payload_done_, data, bytes); break;
-    case Target::pieces: request_->on_piece(payload_done_, data, bytes); break;
-    case Target::unexpected: std::memcpy(unexpected_.data() + payload_done_, data, bytes); break;
-    case Target::control: control_.append(reinterpret_cast<const char*>(data), bytes); break;
-    default: break;
+    case Target::direct:
+      std::memcpy(direct_ + payload_done_, data, bytes);
+      break;
+    case Target::pieces:
+      request_->on_piece(payload_done_, data, bytes);
+      break;
+    case Target::unexpected:
+      std::memcpy(unexpected_.data() + payload_done_, data, bytes);
+      break;
+    case Target::control:
+      control_.append(reinterpret_cast<const char*>(data), bytes);
+      break;
+    default:
+      break;
   }
 }
 
@@ -252,10 +263,17 @@ void TcpStream::finish_payload() {
   request_ = nullptr;
   switch (target) {
     case Target::direct:
-    case Target::pieces: r->on_received({}); break;
-    case Target::unexpected: owner_.store_unexpected(header_, std::move(unexpected_)); break;
-    case Target::control: owner_.on_control(header_, std::move(control_)); break;
-    default: break;
+    case Target::pieces:
+      r->on_received({});
+      break;
+    case Target::unexpected:
+      owner_.store_unexpected(header_, std::move(unexpected_));
+      break;
+    case Target::control:
+      owner_.on_control(header_, std::move(control_));
+      break;
+    default:
+      break;
   }
 }
 
