@@ -7,9 +7,9 @@
 #   -n RANKS   ranks per run (default 2)
 #   BYTES      message sizes in bytes, multiples of 4 (default 8 64Ki 1Mi 16Mi 64Mi)
 #
-# Builds bench/build/allreduce_hcomm (against build/libhcomm.a; runs the project's cmake build
-# first only if that archive or build/tools/hcomm-run is missing, so it never rebuilds under
-# someone else's edits) and bench/build/allreduce_mpi (mpicc), then, per round and size, runs
+# Installs Open MPI when missing, brings build/ up to date (scripts/setup.sh), builds
+# bench/build/allreduce_hcomm (against build/libhcomm.a) and bench/build/allreduce_mpi (mpicc),
+# then, per round and size, runs
 # hcomm then MPI. Alternating within a round spreads slow spells of a shared machine over both.
 # Each run times float32 sum allreduce, out of place, with a barrier before each timed
 # iteration, and reports the median iteration (rank 0's clock); the table shows the median over
@@ -42,10 +42,14 @@ root=$(dirname "$bench_dir")
 out="$bench_dir/build"
 mkdir -p "$out"
 
-if [[ ! -f "$root/build/libhcomm.a" || ! -x "$root/build/tools/hcomm-run" ]]; then
-  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$root/build" -j2
+# The peer and the project, both from Debian's packages; the build is incremental.
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  sudo_cmd=""
+  [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
 fi
+bash "$root/scripts/setup.sh"
 g++ -O2 -std=c++17 -Wall -Wextra -I"$root/include" "$bench_dir/allreduce_hcomm.cpp" \
   "$root/build/libhcomm.a" -lcaf_core -libverbs -lrdmacm -lzstd -pthread \
   -o "$out/allreduce_hcomm"
