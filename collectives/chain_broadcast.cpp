@@ -15,28 +15,9 @@ void ChainBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule
   for (size_t c = 0; c < chunks.size(); ++c) {
     auto [off, bytes] = chunks[c];
     Schedule::Id got = Schedule::kNone;
-    if (pos > 0)
-      got = s.add(Step{Step::Kind::recv,
-                       prev,
-                       0,
-                       static_cast<uint32_t>(c),
-                       op.recv + off,
-                       nullptr,
-                       bytes,
-                       off,
-                       0,
-                       {}});
+    if (pos > 0) got = s.recv(prev, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off);
     if (pos < n - 1) {
-      Schedule::Id fwd = s.add(Step{Step::Kind::send,
-                                    next,
-                                    0,
-                                    static_cast<uint32_t>(c),
-                                    nullptr,
-                                    op.recv + off,
-                                    bytes,
-                                    off,
-                                    0,
-                                    {}});
+      Schedule::Id fwd = s.send(next, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off);
       s.order(got, fwd);
     }
   }

@@ -9,11 +9,9 @@ void DisseminationBarrier::build(const Operation&, const PlanContext& ctx, Sched
   Schedule::Id heard = Schedule::kNone;
   uint32_t round = 0;
   for (int dist = 1; dist < n; dist *= 2, ++round) {
-    Schedule::Id signal =
-        s.add(Step{Step::Kind::send, (r + dist) % n, round, 0, nullptr, nullptr, 0, 0, 0, {}});
+    Schedule::Id signal = s.send((r + dist) % n, round, 0, nullptr, 0, 0);
     s.order(heard, signal);
-    heard = s.add(
-        Step{Step::Kind::recv, (r - dist % n + n) % n, round, 0, nullptr, nullptr, 0, 0, 0, {}});
+    heard = s.recv((r - dist % n + n) % n, round, 0, nullptr, 0, 0);
   }
 }
 

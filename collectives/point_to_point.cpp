@@ -11,27 +11,9 @@ void PointToPoint::build(const Operation& op, const PlanContext& ctx, Schedule& 
   for (size_t c = 0; c < chunks.size(); ++c) {
     auto [off, bytes] = chunks[c];
     if (op.kind == OpKind::send)
-      s.add(Step{Step::Kind::send,
-                 op.peer,
-                 0,
-                 static_cast<uint32_t>(c),
-                 nullptr,
-                 op.send + off,
-                 bytes,
-                 off,
-                 0,
-                 {}});
+      s.send(op.peer, 0, static_cast<uint32_t>(c), op.send + off, bytes, off);
     else
-      s.add(Step{Step::Kind::recv,
-                 op.peer,
-                 0,
-                 static_cast<uint32_t>(c),
-                 op.recv + off,
-                 nullptr,
-                 bytes,
-                 off,
-                 0,
-                 {}});
+      s.recv(op.peer, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off);
   }
 }
 

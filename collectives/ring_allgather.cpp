@@ -14,7 +14,7 @@ void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule&
   if (block == 0) return;
   auto mod = [n](int x) { return ((x % n) + n) % n; };
   std::byte* own = op.recv + static_cast<size_t>(r) * block;
-  if (op.send != own) s.add(Step{Step::Kind::copy, -1, 0, 0, own, op.send, block, 0, 0, {}});
+  if (op.send != own) s.copy(own, op.send, block);
   if (n == 1) return;
   const int right = (r + 1) % n, left = mod(r - 1);
   const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
@@ -25,27 +25,11 @@ void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule&
     for (size_t c = 0; c < chunks.size(); ++c) {
       auto [off, bytes] = chunks[c];
       const std::byte* from = st == 0 ? op.send + off : op.recv + sblk + off;
-      Schedule::Id send = s.add(Step{Step::Kind::send,
-                                     right,
-                                     static_cast<uint32_t>(st),
-                                     static_cast<uint32_t>(c),
-                                     nullptr,
-                                     from,
-                                     bytes,
-                                     sblk + off,
-                                     0,
-                                     {}});
+      Schedule::Id send = s.send(right, static_cast<uint32_t>(st), static_cast<uint32_t>(c), from,
+                                 bytes, sblk + off);
       s.order(landed[c], send);
-      landed[c] = s.add(Step{Step::Kind::recv,
-                             left,
-                             static_cast<uint32_t>(st),
-                             static_cast<uint32_t>(c),
-                             op.recv + rblk + off,
-                             nullptr,
-                             bytes,
-                             rblk + off,
-                             0,
-                             {}});
+      landed[c] = s.recv(left, static_cast<uint32_t>(st), static_cast<uint32_t>(c),
+                         op.recv + rblk + off, bytes, rblk + off);
     }
   }
 }

@@ -15,8 +15,7 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
   const size_t esize = dtype_size(op.dtype);
   if (op.count == 0) return;
   if (n == 1) {
-    if (op.send != op.recv)
-      s.add(Step{Step::Kind::copy, -1, 0, 0, op.recv, op.send, op.count * esize, 0, 0, {}});
+    if (op.send != op.recv) s.copy(op.recv, op.send, op.count * esize);
     return;
   }
   const int right = (r + 1) % n, left = (r + n - 1) % n;
@@ -44,32 +43,17 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];
       const std::byte* from = (st == 0 ? op.send : op.recv) + off;
-      Schedule::Id id = s.add(Step{Step::Kind::send,
-                                   right,
-                                   static_cast<uint32_t>(st),
-                                   static_cast<uint32_t>(c),
-                                   nullptr,
-                                   from,
-                                   bytes,
-                                   off,
-                                   0,
-                                   {}});
+      Schedule::Id id =
+          s.send(right, static_cast<uint32_t>(st), static_cast<uint32_t>(c), from, bytes, off);
       s.order(get(last_write, sseg, c), id);
       reader[{sseg, c}] = id;
     }
     auto rc = seg_chunks(rseg);
     for (size_t c = 0; c < rc.size(); ++c) {
       auto [off, bytes] = rc[c];
-      last_write[{rseg, c}] = s.add(Step{Step::Kind::recv_reduce,
-                                         left,
-                                         static_cast<uint32_t>(st),
-                                         static_cast<uint32_t>(c),
-                                         op.recv + off,
-                                         op.send + off,
-                                         bytes,
-                                         off,
-                                         0,
-                                         {}});
+      last_write[{rseg, c}] =
+          s.recv_reduce(left, static_cast<uint32_t>(st), static_cast<uint32_t>(c), op.recv + off,
+                        op.send + off, bytes, off);
     }
   }
 
@@ -78,8 +62,7 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     auto oc = seg_chunks(owned);
     for (size_t c = 0; c < oc.size(); ++c) {
       auto [off, bytes] = oc[c];
-      Schedule::Id id =
-          s.add(Step{Step::Kind::average, -1, 0, 0, op.recv + off, nullptr, bytes, off, 0, {}});
+      Schedule::Id id = s.average(op.recv + off, bytes);
       s.order(get(last_write, owned, c), id);
       last_write[{owned, c}] = id;
     }
@@ -91,31 +74,13 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     auto sc = seg_chunks(sseg);
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];
-      Schedule::Id id = s.add(Step{Step::Kind::send,
-                                   right,
-                                   tag,
-                                   static_cast<uint32_t>(c),
-                                   nullptr,
-                                   op.recv + off,
-                                   bytes,
-                                   off,
-                                   0,
-                                   {}});
+      Schedule::Id id = s.send(right, tag, static_cast<uint32_t>(c), op.recv + off, bytes, off);
       s.order(get(last_write, sseg, c), id);
     }
     auto rc = seg_chunks(rseg);
     for (size_t c = 0; c < rc.size(); ++c) {
       auto [off, bytes] = rc[c];
-      Schedule::Id id = s.add(Step{Step::Kind::recv,
-                                   left,
-                                   tag,
-                                   static_cast<uint32_t>(c),
-                                   op.recv + off,
-                                   nullptr,
-                                   bytes,
-                                   off,
-                                   0,
-                                   {}});
+      Schedule::Id id = s.recv(left, tag, static_cast<uint32_t>(c), op.recv + off, bytes, off);
       // Overwrite only after the reduce-scatter send of this chunk has read it.
       s.order(get(reader, rseg, c), id);
       s.order(get(last_write, rseg, c), id);

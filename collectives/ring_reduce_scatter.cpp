@@ -18,8 +18,7 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
   const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
   std::vector<Schedule::Id> last(chunks.size(), Schedule::kNone);
   if (n == 1) {
-    if (op.send != op.recv)
-      s.add(Step{Step::Kind::copy, -1, 0, 0, op.recv, op.send, block, 0, 0, {}});
+    if (op.send != op.recv) s.copy(op.recv, op.send, block);
   } else {
     const int right = (r + 1) % n, left = mod(r - 1);
     std::byte* scratch = n > 2 ? s.scratch(static_cast<size_t>(n - 2) * block) : nullptr;
@@ -31,35 +30,18 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
       for (size_t c = 0; c < chunks.size(); ++c) {
         auto [off, bytes] = chunks[c];
         const std::byte* from = st == 0 ? op.send + sblk + off : partial_in + off;
-        Schedule::Id send = s.add(Step{Step::Kind::send,
-                                       right,
-                                       static_cast<uint32_t>(st),
-                                       static_cast<uint32_t>(c),
-                                       nullptr,
-                                       from,
-                                       bytes,
-                                       sblk + off,
-                                       0,
-                                       {}});
+        Schedule::Id send = s.send(right, static_cast<uint32_t>(st), static_cast<uint32_t>(c), from,
+                                   bytes, sblk + off);
         s.order(last[c], send);
-        last[c] = s.add(Step{Step::Kind::recv_reduce,
-                             left,
-                             static_cast<uint32_t>(st),
-                             static_cast<uint32_t>(c),
-                             partial_out + off,
-                             op.send + rblk + off,
-                             bytes,
-                             rblk + off,
-                             0,
-                             {}});
+        last[c] = s.recv_reduce(left, static_cast<uint32_t>(st), static_cast<uint32_t>(c),
+                                partial_out + off, op.send + rblk + off, bytes, rblk + off);
       }
     }
   }
   if (op.redop == ReduceOp::avg) {
     for (size_t c = 0; c < chunks.size(); ++c) {
       auto [off, bytes] = chunks[c];
-      Schedule::Id id =
-          s.add(Step{Step::Kind::average, -1, 0, 0, op.recv + off, nullptr, bytes, off, 0, {}});
+      Schedule::Id id = s.average(op.recv + off, bytes);
       s.order(last[c], id);
     }
   }

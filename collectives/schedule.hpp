@@ -38,6 +38,25 @@ class Schedule {
     steps_.push_back(std::move(step));
     return static_cast<Id>(steps_.size() - 1);
   }
+  // One constructor per kind: `step`/`chunk` form the frame's match key within the operation,
+  // `offset` is the payload's byte offset within the operation's buffer.
+  Id send(int peer, uint32_t step, uint32_t chunk, const std::byte* src, size_t bytes,
+          uint64_t offset) {
+    return add({Step::Kind::send, peer, step, chunk, nullptr, src, bytes, offset, 0, {}});
+  }
+  Id recv(int peer, uint32_t step, uint32_t chunk, std::byte* dst, size_t bytes, uint64_t offset) {
+    return add({Step::Kind::recv, peer, step, chunk, dst, nullptr, bytes, offset, 0, {}});
+  }
+  Id recv_reduce(int peer, uint32_t step, uint32_t chunk, std::byte* dst, const std::byte* src,
+                 size_t bytes, uint64_t offset) {
+    return add({Step::Kind::recv_reduce, peer, step, chunk, dst, src, bytes, offset, 0, {}});
+  }
+  Id copy(std::byte* dst, const std::byte* src, size_t bytes) {
+    return add({Step::Kind::copy, -1, 0, 0, dst, src, bytes, 0, 0, {}});
+  }
+  Id average(std::byte* dst, size_t bytes) {
+    return add({Step::Kind::average, -1, 0, 0, dst, nullptr, bytes, 0, 0, {}});
+  }
   /// `after` starts only once `before` completed. kNone on either side is ignored.
   void order(Id before, Id after) {
     if (before == kNone || after == kNone) return;

@@ -300,7 +300,10 @@ bool ScheduleExecutor::involves(const Run& run, int peer) const {
   return is_collective(run.op->kind) ? size_ > 1 : run.op->peer == peer;
 }
 
-void ScheduleExecutor::on_link_failed(int peer, const Status& status, bool) {
+void ScheduleExecutor::on_link_failed(int peer, const Status& status, bool graceful) {
+  // A peer that said goodbye delivered everything it was going to send: only the receives it
+  // cannot satisfy fail (the link fails them); a peer that vanished fails all it was part of.
+  if (graceful) return;
   ++depth_;
   std::vector<Run*> hit;
   for (auto& [seq, run] : runs_)

@@ -146,18 +146,21 @@ void TcpLink::fail(const Status& status, bool notify) {
   error_ = status;
   bool was_up = up_;
   up_ = false;
+  // After the peer's goodbye, frames to it are dropped as delivered: it has left and takes
+  // nothing more (it completed its part of every operation before saying goodbye).
+  const Status send_status = peer_closed_ ? Status{} : status;
   for (auto& s : streams_)
-    if (s) s->shut(status);
+    if (s) s->shut(status, send_status);
   auto posted = std::move(posted_);
   posted_.clear();
-  unexpected_.clear();
+  if (!peer_closed_) unexpected_.clear();  // after a goodbye, what arrived is still valid
   for (auto& [key, request] : posted) request->on_received(status);
   if (on_up_) std::exchange(on_up_, nullptr)(status);
   if (was_up && notify) observer_.on_link_failed(params_.peer, status, peer_closed_);
 }
 
 void TcpLink::post_send(SendRequest* request) {
-  if (!error_.ok()) return request->on_sent(error_);
+  if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
   request->header.link_seq = next_link_seq_++;
   request->header.src_rank = params_.my_rank;
   // Stripe: the least loaded stream takes the frame (round robin among equals).
@@ -171,9 +174,11 @@ void TcpLink::post_send(SendRequest* request) {
 }
 
 void TcpLink::post_recv(RecvRequest* request) {
-  if (!error_.ok()) return request->on_received(error_);
+  // Frames that arrived before the link ended are still delivered (a peer may send and then
+  // destroy its communicator before this rank posts the matching receive).
   auto it = unexpected_.find(request->key);
   if (it == unexpected_.end()) {
+    if (!error_.ok()) return request->on_received(error_);
     posted_[request->key] = request;
     return;
   }

@@ -27,10 +27,11 @@ TcpStream::TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, std::st
 }
 
 TcpStream::~TcpStream() {
-  shut({HCOMM_ERR_ABORTED, "connection closed"});
+  Status closed{HCOMM_ERR_ABORTED, "connection closed"};
+  shut(closed, closed);
 }
 
-void TcpStream::shut(const Status& status) {
+void TcpStream::shut(const Status& status, const Status& send_status) {
   if (dead_) return;
   dead_ = true;
   engine_.remove_fd(fd_);
@@ -42,7 +43,7 @@ void TcpStream::shut(const Status& status) {
       (target_ == Target::direct || target_ == Target::pieces) ? request_ : nullptr;
   target_ = Target::none;
   request_ = nullptr;
-  for (auto* r : failed) r->on_sent(status);
+  for (auto* r : failed) r->on_sent(send_status);
   if (in_progress != nullptr) in_progress->on_received(status);
 }
 

@@ -39,8 +39,9 @@ class TcpStream final : public FdHandler {
   /// Queues a frame and writes what the socket takes now.
   void enqueue(SendRequest* request);
   size_t queued_bytes() const { return queued_bytes_; }
-  /// Fails queued sends and the receive in progress, closes the socket. Idempotent.
-  void shut(const Status& status);
+  /// Completes queued sends with `send_status` and fails the receive in progress with `status`;
+  /// closes the socket. Idempotent.
+  void shut(const Status& status, const Status& send_status);
   /// Half-closes once the queue is written (FIN after the last frame); reading goes on, so the
   /// peer's last frames are not lost to a reset.
   void finish_sending();
