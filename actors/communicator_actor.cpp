@@ -41,7 +41,6 @@ struct ManagerState {
   std::shared_ptr<DataPlane> plane;
   int peer = -1;
   std::string endpoint;
-  std::string described;
   transport::ProgressEngine::Clock::time_point deadline;
   communicator_actor parent;
 };
@@ -69,7 +68,7 @@ connection_manager_actor::behavior_type connection_manager(
         st.runtime->engine().post([plane, peer, endpoint, deadline, me] {
           plane->connect_peer(
               peer, endpoint, deadline,
-              [me, plane, peer](const Status& s) {
+              [me, peer](const Status& s) {
                 if (s.ok())
                   caf::anon_send(me, link_up_atom::value,
                                  std::string("rank ") + std::to_string(peer));
