@@ -17,7 +17,6 @@
 #include "actors/data_plane.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
-#include "collectives/algorithms.hpp"
 #include "log/log.hpp"
 
 namespace hcomm::actors {
@@ -28,11 +27,10 @@ namespace hcomm::actors {
 struct CommunicatorState {
   std::shared_ptr<Runtime> runtime;
   std::shared_ptr<DataPlane> plane;
-  coll::PlanContext plan;
+  int rank = 0;
+  int size = 1;
   std::shared_ptr<detail::Completion> ready;  // completed when every peer is up (or one failed)
   int peers_up = 0;
-  uint64_t next_seq = 1;
-  std::map<std::pair<int, int>, uint32_t> sends, recvs;  // (peer, tag) → messages so far
   std::vector<connection_manager_actor> managers;
 };
 
@@ -46,13 +44,6 @@ struct ManagerState {
 };
 
 namespace {
-
-/// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
-/// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
-uint64_t p2p_key(int tag, uint32_t nth) {
-  return (uint64_t{1} << 63) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) | nth;
-}
 
 connection_manager_actor::behavior_type connection_manager(
     connection_manager_actor::stateful_pointer<ManagerState> self, ManagerState init) {
@@ -101,8 +92,8 @@ communicator_actor::behavior_type communicator(
     std::vector<std::string> endpoints, transport::ProgressEngine::Clock::time_point deadline) {
   self->state = std::move(init);
   auto& st = self->state;
-  for (int peer = 0; peer < st.plan.size; ++peer) {
-    if (peer == st.plan.rank) continue;
+  for (int peer = 0; peer < st.size; ++peer) {
+    if (peer == st.rank) continue;
     ManagerState m;
     m.runtime = st.runtime;
     m.plane = st.plane;
@@ -114,27 +105,11 @@ communicator_actor::behavior_type communicator(
     self->send(manager, connect_atom::value);
     st.managers.push_back(manager);
   }
-  if (st.plan.size == 1) st.ready->complete({});
+  if (st.size == 1) st.ready->complete({});
   return {
-      [=](submit_atom, coll::OperationPtr op) {
-        auto& s = self->state;
-        if (coll::is_collective(op->kind)) {
-          op->seq = s.next_seq++;
-        } else if (op->peer >= 0 && op->peer < s.plan.size) {
-          auto& counters = op->kind == coll::OpKind::send ? s.sends : s.recvs;
-          op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
-        }
-        auto schedule = std::make_shared<coll::Schedule>();
-        if (op->invalid.ok()) *schedule = coll::plan(*op, s.plan);
-        HCOMM_LOG(trace, log::kColl, "%s #%llu: %zu steps", coll::op_kind_name(op->kind),
-                  static_cast<unsigned long long>(op->seq), schedule->steps().size());
-        auto plane = s.plane;
-        s.runtime->engine().post(
-            [plane, op = std::move(op), schedule] { plane->start(op, std::move(*schedule)); });
-      },
       [=](peer_up_atom, int32_t) {
         auto& s = self->state;
-        if (++s.peers_up == s.plan.size - 1) s.ready->complete({});
+        if (++s.peers_up == s.size - 1) s.ready->complete({});
       },
       [=](peer_fail_atom, int32_t peer, const std::string& why) {
         self->state.ready->complete(
@@ -162,6 +137,7 @@ struct CommunicatorControl::State {
   std::shared_ptr<Runtime> runtime;
   std::shared_ptr<DataPlane> plane;
   communicator_actor actor;
+  int local_ranks = 0;
 };
 
 Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(const Config& cfg) {
@@ -242,7 +218,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   CommunicatorState cs;
   cs.runtime = runtime;
   cs.plane = plane;
-  cs.plan = {cfg.rank, cfg.world_size, cfg.chunk_bytes};
+  cs.rank = cfg.rank;
+  cs.size = cfg.world_size;
   cs.ready = std::make_shared<detail::Completion>();
   auto ready = cs.ready;
   auto actor = runtime->system().spawn(communicator, std::move(cs), endpoints, deadline);
@@ -251,6 +228,9 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->runtime = runtime;
   state->plane = plane;
   state->actor = actor;
+  const std::string my_host = endpoints[static_cast<size_t>(cfg.rank)].substr(
+      0, endpoints[static_cast<size_t>(cfg.rank)].rfind(':'));
+  for (const auto& e : endpoints) state->local_ranks += e.substr(0, e.rfind(':')) == my_host;
   std::unique_ptr<CommunicatorControl> control(new CommunicatorControl(std::move(state)));
   // A little past the deadline: the links report their own timeouts with better messages.
   if (!ready->wait_until(deadline + std::chrono::seconds(2)))
@@ -283,8 +263,24 @@ CommunicatorControl::~CommunicatorControl() {
   gone.wait();
 }
 
-void CommunicatorControl::submit(coll::OperationPtr op) {
-  caf::anon_send(state_->actor, submit_atom::value, std::move(op));
+void CommunicatorControl::start(coll::OperationPtr op, coll::Schedule schedule,
+                                bool caller_drives) {
+  auto plane = state_->plane;
+  // Engine tasks are std::function, hence copyable: the move-only schedule travels by pointer.
+  auto steps = std::make_shared<coll::Schedule>(std::move(schedule));
+  auto task = [plane, op = std::move(op), steps]() mutable {
+    plane->start(std::move(op), std::move(*steps));
+  };
+  state_->runtime->engine().post(std::move(task), caller_drives);
+}
+
+bool CommunicatorControl::drive_until(const std::function<bool()>& done,
+                                      std::chrono::steady_clock::time_point until) {
+  return state_->runtime->engine().drive_until(done, until);
+}
+
+int CommunicatorControl::local_ranks() const {
+  return state_->local_ranks;
 }
 
 }  // namespace hcomm::actors

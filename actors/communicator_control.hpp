@@ -1,10 +1,14 @@
-// The control plane of one communicator, as the API sees it: creation (rendezvous, actors, links)
-// and submission of operations. Hides CAF from the API layer.
+// The control plane of one communicator, as the API sees it: creation (rendezvous, actors, links),
+// the hand-off of planned operations to the data plane, and progress on a waiting thread. Hides
+// CAF from the API layer.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 
 #include "collectives/operation.hpp"
+#include "collectives/schedule.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
 
@@ -16,8 +20,14 @@ class CommunicatorControl {
   static Expected<std::unique_ptr<CommunicatorControl>> establish(const Config& cfg);
   /// Fails running operations (HCOMM_ERR_ABORTED), says goodbye to the peers, stops the actors.
   ~CommunicatorControl();
-  /// Hands `op` to the communicator actor (one mailbox hop); its Work completes from the engine.
-  void submit(coll::OperationPtr op);
+  /// Hands `op` and its schedule to the progress engine (a lock-free queue, no actor); its Work
+  /// completes from there. `caller_drives`: the calling thread waits for it next, driving the
+  /// engine itself, so the engine thread need not be woken.
+  void start(coll::OperationPtr op, coll::Schedule schedule, bool caller_drives);
+  /// Runs the progress engine on the calling thread until `done()` or `until`.
+  bool drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
+  /// Ranks of this communicator on this host, this one included.
+  int local_ranks() const;
 
   struct State;
 

@@ -12,6 +12,7 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
       executor_(params.comm_id, params.rank, params.size),
       links_(static_cast<size_t>(params.size)),
       on_down_(static_cast<size_t>(params.size)) {
+  executor_.set_activity_counter(&engine_.active_operations());
   if (listener_) listener_->start();
 }
 

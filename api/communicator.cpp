@@ -1,71 +1,233 @@
-// The public Communicator: argument checking and the blocking forms. Everything else is the
-// control plane's (actors/) and the data plane's (transport/, collectives/) business.
+// The public Communicator and its implementation: argument checking, numbering, algorithm
+// choice, planning and the blocking forms. Moving bytes is the data plane's business
+// (transport/, collectives/), connections the control plane's (actors/).
 #include "hcomm/communicator.hpp"
 
-#include "actors/communicator_control.hpp"
-#include "collectives/operation.hpp"
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "api/communicator_impl.hpp"
+#include "collectives/algorithms.hpp"
 #include "log/log.hpp"
 
 namespace hcomm {
 namespace detail {
 
-class CommunicatorImpl {
+/// Lets a waiting thread run the engine for its spin budget.
+class CommunicatorImpl::EngineDriver final : public ProgressDriver {
  public:
-  CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control)
-      : cfg_(std::move(cfg)), control_(std::move(control)) {}
-
-  const Config& config() const { return cfg_; }
-
-  Work submit(coll::OperationPtr op) {
-    Work work(op->completion);
-    const bool collective = coll::is_collective(op->kind);
-    // A rejected point-to-point operation whose peer is unusable concerns nobody else.
-    const bool local_only =
-        !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
-    if (!op->invalid.ok()) {
-      HCOMM_LOG(warn, log::kColl, "%s rejected: %s", coll::op_kind_name(op->kind),
-                op->invalid.message().c_str());
-      if (local_only) {
-        op->completion->complete(op->invalid);
-        return work;
-      }
-    }
-    control_->submit(std::move(op));
-    return work;
-  }
-
-  /// Checks what every operation shares; an empty Status when all is well.
-  Status check(const char* what, const void* send, const void* recv, size_t count,
-               DataType dtype) const {
-    std::string w = what;
-    if (!is_valid(dtype))
-      return {HCOMM_ERR_INVALID_ARG, w + ": invalid data type " +
-                                         std::to_string(static_cast<int>(dtype)) +
-                                         " (use a hcomm::DataType value)"};
-    if (count > 0 && (send == nullptr || recv == nullptr))
-      return {HCOMM_ERR_INVALID_ARG, w + ": null buffer with count " + std::to_string(count) +
-                                         " (pass valid buffers, or count 0)"};
-    if (count > (size_t{1} << 60) / dtype_size(dtype))
-      return {HCOMM_ERR_INVALID_ARG, w + ": count " + std::to_string(count) + " is too large"};
-    return {};
-  }
-
-  Status check_rank(const char* what, const char* role, int r) const {
-    if (r < 0 || r >= cfg_.world_size)
-      return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": " + role + " " + std::to_string(r) +
-                                         " is out of range [0, " + std::to_string(cfg_.world_size) +
-                                         ")"};
-    return {};
+  EngineDriver(actors::CommunicatorControl& control, std::chrono::microseconds spin)
+      : control_(control), spin_(spin) {}
+  void drive(const Completion& c, std::chrono::steady_clock::time_point deadline) override {
+    if (spin_.count() <= 0) return;
+    auto until = std::min(deadline, std::chrono::steady_clock::now() + spin_);
+    control_.drive_until([&c] { return c.done(); }, until);
   }
 
  private:
-  Config cfg_;
-  std::unique_ptr<actors::CommunicatorControl> control_;
+  actors::CommunicatorControl& control_;
+  std::chrono::microseconds spin_;
 };
+
+namespace {
+
+/// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
+/// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
+uint64_t p2p_key(int tag, uint32_t nth) {
+  return (uint64_t{1} << 63) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) | nth;
+}
+
+std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
+  if (cfg.spin_us >= 0) return std::chrono::microseconds(cfg.spin_us);
+  // With a core per local rank, a waiter busy polls long enough to cover a mid-size operation;
+  // with more ranks than cores, spinning takes the core a peer needs to answer.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::chrono::microseconds(static_cast<unsigned>(local_ranks) <= cores ? 500 : 20);
+}
+
+}  // namespace
+
+CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
+                                   coll::AlgorithmChoice forced)
+    : cfg_(std::move(cfg)),
+      control_(std::move(control)),
+      forced_(forced),
+      selector_(std::make_unique<coll::AlgorithmSelector>(cfg_.world_size, coll::LinkCost{},
+                                                          forced_, cfg_.chunk_bytes)),
+      driver_(
+          std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))) {}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  driver_.reset();  // Works that outlive the communicator wait without driving
+  control_.reset();
+}
+
+void CommunicatorImpl::log_choice(const coll::Operation& op,
+                                  const coll::AlgorithmSelector::Choice& c) const {
+  HCOMM_LOG(debug, log::kColl, "%s #%llu: %llu bytes, %s algorithm, chunk %zu, predicted %.1f us",
+            coll::op_kind_name(op.kind), static_cast<unsigned long long>(op.seq),
+            static_cast<unsigned long long>(op.agreed_bytes()), coll::algorithm_name(c.algo),
+            c.chunk_bytes, c.predicted_us);
+}
+
+Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
+  Work work(op->completion);
+  const bool collective = coll::is_collective(op->kind);
+  // A rejected point-to-point operation whose peer is unusable concerns nobody else.
+  const bool local_only =
+      !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
+  if (!op->invalid.ok()) {
+    HCOMM_LOG(warn, log::kColl, "%s rejected: %s", coll::op_kind_name(op->kind),
+              op->invalid.message().c_str());
+    if (local_only) {
+      op->completion->complete(op->invalid);
+      return work;
+    }
+  }
+  op->completion->set_driver(driver_);
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  if (collective) {
+    op->seq = next_seq_++;
+  } else {
+    auto& counters = op->kind == coll::OpKind::send ? sends_ : recvs_;
+    op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
+  }
+  coll::Schedule schedule;
+  if (op->invalid.ok()) {
+    auto choice = selector_->choose(op->kind, op->agreed_bytes());
+    op->algo = choice.algo;
+    log_choice(*op, choice);
+    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes});
+  }
+  control_->start(std::move(op), std::move(schedule), caller_waits);
+  return work;
+}
+
+Status CommunicatorImpl::run(coll::OperationPtr op) {
+  return submit(std::move(op), true).wait(cfg_.op_timeout);
+}
+
+Work CommunicatorImpl::combine(const std::vector<Work>& works) {
+  auto all = std::make_shared<Completion>();
+  all->set_driver(driver_);
+  struct Tally {
+    std::mutex mutex;
+    size_t left;
+    Status first_failure;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->left = works.size();
+  if (works.empty()) all->complete({});
+  for (size_t i = 0; i < works.size(); ++i) {
+    works[i].on_complete([tally, all](const Status& s) {
+      bool last;
+      Status result;
+      {
+        std::lock_guard<std::mutex> lock(tally->mutex);
+        if (!s.ok() && tally->first_failure.ok()) tally->first_failure = s;
+        last = --tally->left == 0;
+        result = tally->first_failure;
+      }
+      if (last) all->complete(result);
+    });
+  }
+  return Work(all);
+}
+
+Status CommunicatorImpl::check_type(const char* what, DataType dtype) const {
+  if (is_valid(dtype)) return {};
+  return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid data type " +
+                                     std::to_string(static_cast<int>(dtype)) +
+                                     " (use a hcomm::DataType value)"};
+}
+
+Status CommunicatorImpl::check_op(const char* what, ReduceOp op) const {
+  if (is_valid(op)) return {};
+  return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid reduce op " +
+                                     std::to_string(static_cast<int>(op)) +
+                                     " (use a hcomm::ReduceOp value)"};
+}
+
+Status CommunicatorImpl::check_buffer(const char* what, const char* role, const void* p,
+                                      size_t count, DataType dtype) const {
+  if (count > (size_t{1} << 60) / std::max<size_t>(1, dtype_size(dtype)))
+    return {HCOMM_ERR_INVALID_ARG,
+            std::string(what) + ": count " + std::to_string(count) + " is too large"};
+  if (count > 0 && p == nullptr)
+    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": null " + role + " buffer with " +
+                                       std::to_string(count) +
+                                       " elements (pass a valid buffer, or count 0)"};
+  return {};
+}
+
+Status CommunicatorImpl::check_rank(const char* what, const char* role, int r) const {
+  if (r < 0 || r >= cfg_.world_size)
+    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": " + role + " " + std::to_string(r) +
+                                       " is out of range [0, " + std::to_string(cfg_.world_size) +
+                                       ")"};
+  return {};
+}
+
+Status CommunicatorImpl::check_counts(const char* what, const char* role,
+                                      const std::vector<size_t>& counts,
+                                      const std::vector<size_t>& displs) const {
+  const size_t n = static_cast<size_t>(cfg_.world_size);
+  if (counts.size() != n || displs.size() != n)
+    return {HCOMM_ERR_INVALID_ARG,
+            std::string(what) + ": " + role + " counts and displacements need " +
+                std::to_string(n) + " entries each (one per rank), got " +
+                std::to_string(counts.size()) + " and " + std::to_string(displs.size())};
+  for (size_t i = 0; i < n; ++i)
+    if (counts[i] > (size_t{1} << 56) || displs[i] > (size_t{1} << 56))
+      return {HCOMM_ERR_INVALID_ARG,
+              std::string(what) + ": " + role + " entry " + std::to_string(i) + " is too large"};
+  return {};
+}
+
+std::shared_ptr<Completion> CommunicatorImpl::copy_to_self(
+    const std::vector<const PointToPointOp*>& sends,
+    const std::vector<const PointToPointOp*>& recvs) {
+  auto done = std::make_shared<Completion>();
+  // The k-th send to self with tag t meets the k-th receive from self with tag t.
+  std::vector<bool> used(recvs.size(), false);
+  Status result;
+  for (const auto* s : sends) {
+    size_t match = recvs.size();
+    for (size_t i = 0; i < recvs.size() && match == recvs.size(); ++i)
+      if (!used[i] && recvs[i]->tag == s->tag) match = i;
+    const size_t bytes = s->count * dtype_size(s->dtype);
+    if (match == recvs.size()) {
+      result = {HCOMM_ERR_INVALID_ARG, "batch: a send to self (tag " + std::to_string(s->tag) +
+                                           ") has no matching receive from self in the batch"};
+      break;
+    }
+    used[match] = true;
+    const auto* r = recvs[match];
+    const size_t room = r->count * dtype_size(r->dtype);
+    if (!is_valid(s->dtype) || !is_valid(r->dtype) || bytes != room ||
+        (bytes > 0 && (s->buf == nullptr || r->buf == nullptr))) {
+      result = {HCOMM_ERR_INVALID_ARG, "batch: a send to self of " + std::to_string(bytes) +
+                                           " bytes meets a receive of " + std::to_string(room) +
+                                           " bytes (tag " + std::to_string(s->tag) +
+                                           "): sizes must match and buffers be valid"};
+      break;
+    }
+    if (bytes > 0) std::memmove(r->buf, s->buf, bytes);
+  }
+  if (result.ok() && sends.size() != recvs.size())
+    result = {HCOMM_ERR_INVALID_ARG,
+              "batch: a receive from self has no matching send to self in the batch"};
+  done->complete(result);
+  return done;
+}
 
 }  // namespace detail
 
 namespace {
+
+using detail::CommunicatorImpl;
 
 coll::OperationPtr make_op(coll::OpKind kind, const void* send, void* recv, size_t count,
                            DataType dtype) {
@@ -76,6 +238,26 @@ coll::OperationPtr make_op(coll::OpKind kind, const void* send, void* recv, size
   op->count = count;
   op->dtype = dtype;
   return op;
+}
+
+/// The first failed check, or success.
+Status first_failure(std::initializer_list<Status> checks) {
+  for (const Status& s : checks)
+    if (!s.ok()) return s;
+  return {};
+}
+
+/// A rejected operation still travels (so peers learn of the failure), with fields every rank
+/// can put in a frame header.
+void sanitize_rejected(coll::Operation& op) {
+  if (op.invalid.ok()) return;
+  if (!is_valid(op.dtype)) op.dtype = DataType::uint8;
+  if (!is_valid(op.redop)) op.redop = ReduceOp::sum;
+  op.root = 0;
+  op.send_counts.clear();
+  op.send_displs.clear();
+  op.recv_counts.clear();
+  op.recv_displs.clear();
 }
 
 Status check_config(const Config& cfg) {
@@ -93,7 +275,8 @@ Status check_config(const Config& cfg) {
             "HCOMM_TRANSPORT=" + cfg.transport + " is not available in this build: use tcp"};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
-  if (cfg.chunk_bytes < 8) return {HCOMM_ERR_INVALID_ARG, "chunk_bytes must be at least 8"};
+  if (cfg.chunk_bytes != 0 && cfg.chunk_bytes < 8)
+    return {HCOMM_ERR_INVALID_ARG, "chunk_bytes must be 0 (automatic) or at least 8"};
   if (cfg.actor_threads < 1) return {HCOMM_ERR_INVALID_ARG, "actor_threads must be at least 1"};
   return {};
 }
@@ -103,14 +286,18 @@ Status check_config(const Config& cfg) {
 Expected<std::unique_ptr<Communicator>> Communicator::create(const Config& cfg) {
   Status st = check_config(cfg);
   if (!st.ok()) return st;
+  auto forced = coll::AlgorithmChoice::parse(cfg.algo);
+  if (!forced.ok()) return forced.status();
   log::set_rank(cfg.rank);
   auto control = actors::CommunicatorControl::establish(cfg);
   if (!control.ok()) {
     HCOMM_LOG(error, log::kInit, "%s", control.status().to_string().c_str());
     return control.status();
   }
-  return std::unique_ptr<Communicator>(new Communicator(
-      std::make_unique<detail::CommunicatorImpl>(cfg, std::move(control.value()))));
+  auto impl = std::make_unique<CommunicatorImpl>(cfg, std::move(control.value()), forced.value());
+  st = impl->calibrate();
+  if (!st.ok()) return st;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
 Expected<std::unique_ptr<Communicator>> Communicator::create_from_env() {
@@ -119,116 +306,316 @@ Expected<std::unique_ptr<Communicator>> Communicator::create_from_env() {
   return create(cfg.value());
 }
 
-Communicator::Communicator(std::unique_ptr<detail::CommunicatorImpl> impl)
-    : impl_(std::move(impl)) {}
+Communicator::Communicator(std::unique_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
 int Communicator::rank() const {
-  return impl_->config().rank;
+  return impl_->rank();
 }
 int Communicator::size() const {
-  return impl_->config().world_size;
+  return impl_->size();
 }
 const Config& Communicator::config() const {
   return impl_->config();
 }
 
-Work Communicator::allreduce_async(const void* send, void* recv, size_t count, DataType dtype,
-                                   ReduceOp op) {
+std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes) const {
+  coll::OpKind kind;
+  if (!coll::parse_op_kind(op_name, kind)) return "";
+  return coll::algorithm_name(impl_->selector().choose(kind, bytes).algo);
+}
+
+// ---- the operations: build, check, submit
+
+namespace {
+
+coll::OperationPtr allreduce_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                                DataType dtype, ReduceOp op) {
   auto o = make_op(coll::OpKind::allreduce, send, recv, count, dtype);
   o->redop = op;
-  o->invalid = impl_->check("allreduce", send, recv, count, dtype);
-  if (o->invalid.ok() && !is_valid(op))
-    o->invalid = {HCOMM_ERR_INVALID_ARG,
-                  "allreduce: invalid reduce op " + std::to_string(static_cast<int>(op))};
-  if (!o->invalid.ok())
-    o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  o->invalid = first_failure({c.check_type("allreduce", dtype), c.check_op("allreduce", op),
+                              c.check_buffer("allreduce", "send", send, count, dtype),
+                              c.check_buffer("allreduce", "recv", recv, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
 }
 
-Work Communicator::broadcast_async(void* buf, size_t count, DataType dtype, int root) {
+coll::OperationPtr broadcast_op(CommunicatorImpl& c, void* buf, size_t count, DataType dtype,
+                                int root) {
   auto o = make_op(coll::OpKind::broadcast, buf, buf, count, dtype);
   o->root = root;
-  o->invalid = impl_->check_rank("broadcast", "root", root);
-  if (o->invalid.ok()) o->invalid = impl_->check("broadcast", buf, buf, count, dtype);
-  if (!o->invalid.ok()) o->root = 0, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  o->invalid =
+      first_failure({c.check_rank("broadcast", "root", root), c.check_type("broadcast", dtype),
+                     c.check_buffer("broadcast", "", buf, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
 }
 
-Work Communicator::allgather_async(const void* send, void* recv, size_t count, DataType dtype) {
+coll::OperationPtr reduce_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                             DataType dtype, ReduceOp op, int root) {
+  auto o = make_op(coll::OpKind::reduce, send, recv, count, dtype);
+  o->redop = op;
+  o->root = root;
+  o->invalid = first_failure(
+      {c.check_rank("reduce", "root", root), c.check_type("reduce", dtype),
+       c.check_op("reduce", op), c.check_buffer("reduce", "send", send, count, dtype),
+       root == c.rank() ? c.check_buffer("reduce", "recv (on the root)", recv, count, dtype)
+                        : Status{}});
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr allgather_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                                DataType dtype) {
   auto o = make_op(coll::OpKind::allgather, send, recv, count, dtype);
-  o->invalid = impl_->check("allgather", send, recv, count, dtype);
-  if (!o->invalid.ok()) o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  o->invalid = first_failure({c.check_type("allgather", dtype),
+                              c.check_buffer("allgather", "send", send, count, dtype),
+                              c.check_buffer("allgather", "recv", recv, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
 }
 
+coll::OperationPtr allgatherv_op(CommunicatorImpl& c, const void* send, void* recv,
+                                 const std::vector<size_t>& counts,
+                                 const std::vector<size_t>& displs, DataType dtype) {
+  auto o = make_op(coll::OpKind::allgatherv, send, recv, 0, dtype);
+  o->recv_counts = counts;
+  o->recv_displs = displs;
+  o->invalid = first_failure(
+      {c.check_type("allgatherv", dtype), c.check_counts("allgatherv", "recv", counts, displs)});
+  if (o->invalid.ok()) {
+    size_t total = 0;
+    for (size_t n : counts) total += n;
+    o->invalid = first_failure(
+        {c.check_buffer("allgatherv", "send", send, counts[static_cast<size_t>(c.rank())], dtype),
+         c.check_buffer("allgatherv", "recv", recv, total, dtype)});
+  }
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr reduce_scatter_op(CommunicatorImpl& c, const void* send, void* recv,
+                                     size_t count, DataType dtype, ReduceOp op) {
+  auto o = make_op(coll::OpKind::reduce_scatter, send, recv, count, dtype);
+  o->redop = op;
+  o->invalid =
+      first_failure({c.check_type("reduce_scatter", dtype), c.check_op("reduce_scatter", op),
+                     c.check_buffer("reduce_scatter", "send", send, count, dtype),
+                     c.check_buffer("reduce_scatter", "recv", recv, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr alltoall_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                               DataType dtype) {
+  auto o = make_op(coll::OpKind::alltoall, send, recv, count, dtype);
+  o->invalid = first_failure({c.check_type("alltoall", dtype),
+                              c.check_buffer("alltoall", "send", send, count, dtype),
+                              c.check_buffer("alltoall", "recv", recv, count, dtype)});
+  if (o->invalid.ok()) {  // the builder works on the general (v) form
+    const size_t n = static_cast<size_t>(c.size());
+    o->send_counts.assign(n, count);
+    o->recv_counts.assign(n, count);
+    for (size_t i = 0; i < n; ++i) {
+      o->send_displs.push_back(i * count);
+      o->recv_displs.push_back(i * count);
+    }
+  }
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr alltoallv_op(CommunicatorImpl& c, const void* send,
+                                const std::vector<size_t>& send_counts,
+                                const std::vector<size_t>& send_displs, void* recv,
+                                const std::vector<size_t>& recv_counts,
+                                const std::vector<size_t>& recv_displs, DataType dtype) {
+  auto o = make_op(coll::OpKind::alltoallv, send, recv, 0, dtype);
+  o->send_counts = send_counts;
+  o->send_displs = send_displs;
+  o->recv_counts = recv_counts;
+  o->recv_displs = recv_displs;
+  o->invalid = first_failure({c.check_type("alltoallv", dtype),
+                              c.check_counts("alltoallv", "send", send_counts, send_displs),
+                              c.check_counts("alltoallv", "recv", recv_counts, recv_displs)});
+  if (o->invalid.ok()) {
+    size_t sent = 0, received = 0;
+    for (size_t n : send_counts) sent += n;
+    for (size_t n : recv_counts) received += n;
+    o->invalid = first_failure({c.check_buffer("alltoallv", "send", send, sent, dtype),
+                                c.check_buffer("alltoallv", "recv", recv, received, dtype)});
+  }
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr gather_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                             DataType dtype, int root) {
+  auto o = make_op(coll::OpKind::gather, send, recv, count, dtype);
+  o->root = root;
+  o->invalid = first_failure(
+      {c.check_rank("gather", "root", root), c.check_type("gather", dtype),
+       c.check_buffer("gather", "send", send, count, dtype),
+       root == c.rank() ? c.check_buffer("gather", "recv (on the root)", recv, count, dtype)
+                        : Status{}});
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr scatter_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                              DataType dtype, int root) {
+  auto o = make_op(coll::OpKind::scatter, send, recv, count, dtype);
+  o->root = root;
+  o->invalid = first_failure(
+      {c.check_rank("scatter", "root", root), c.check_type("scatter", dtype),
+       root == c.rank() ? c.check_buffer("scatter", "send (on the root)", send, count, dtype)
+                        : Status{},
+       c.check_buffer("scatter", "recv", recv, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
+}
+
+coll::OperationPtr p2p_op(CommunicatorImpl& c, coll::OpKind kind, void* buf, size_t count,
+                          DataType dtype, int peer, int tag) {
+  const bool is_send = kind == coll::OpKind::send;
+  const char* what = is_send ? "send" : "recv";
+  auto o = make_op(kind, is_send ? buf : nullptr, is_send ? nullptr : buf, count, dtype);
+  o->peer = peer;
+  o->tag = tag;
+  o->invalid = c.check_rank(what, "peer", peer);
+  if (o->invalid.ok() && peer == c.rank())
+    o->invalid = {HCOMM_ERR_INVALID_ARG, std::string(what) + ": peer " + std::to_string(peer) +
+                                             " is this rank; copy the buffer instead"};
+  if (o->invalid.ok() && (tag < 0 || tag == INT_MAX))
+    o->invalid = {HCOMM_ERR_INVALID_ARG,
+                  std::string(what) + ": tag must be in [0, INT_MAX) (INT_MAX is reserved)"};
+  if (o->invalid.ok())
+    o->invalid =
+        first_failure({c.check_type(what, dtype), c.check_buffer(what, "", buf, count, dtype)});
+  sanitize_rejected(*o);
+  return o;
+}
+
+}  // namespace
+
+Work Communicator::allreduce_async(const void* send, void* recv, size_t count, DataType dtype,
+                                   ReduceOp op) {
+  return impl_->submit(allreduce_op(*impl_, send, recv, count, dtype, op));
+}
+Work Communicator::broadcast_async(void* buf, size_t count, DataType dtype, int root) {
+  return impl_->submit(broadcast_op(*impl_, buf, count, dtype, root));
+}
+Work Communicator::reduce_async(const void* send, void* recv, size_t count, DataType dtype,
+                                ReduceOp op, int root) {
+  return impl_->submit(reduce_op(*impl_, send, recv, count, dtype, op, root));
+}
+Work Communicator::allgather_async(const void* send, void* recv, size_t count, DataType dtype) {
+  return impl_->submit(allgather_op(*impl_, send, recv, count, dtype));
+}
+Work Communicator::allgatherv_async(const void* send, void* recv,
+                                    const std::vector<size_t>& recv_counts,
+                                    const std::vector<size_t>& recv_displs, DataType dtype) {
+  return impl_->submit(allgatherv_op(*impl_, send, recv, recv_counts, recv_displs, dtype));
+}
 Work Communicator::reduce_scatter_async(const void* send, void* recv, size_t recv_count,
                                         DataType dtype, ReduceOp op) {
-  auto o = make_op(coll::OpKind::reduce_scatter, send, recv, recv_count, dtype);
-  o->redop = op;
-  o->invalid = impl_->check("reduce_scatter", send, recv, recv_count, dtype);
-  if (o->invalid.ok() && !is_valid(op))
-    o->invalid = {HCOMM_ERR_INVALID_ARG,
-                  "reduce_scatter: invalid reduce op " + std::to_string(static_cast<int>(op))};
-  if (!o->invalid.ok())
-    o->redop = ReduceOp::sum, o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  return impl_->submit(reduce_scatter_op(*impl_, send, recv, recv_count, dtype, op));
 }
-
+Work Communicator::alltoall_async(const void* send, void* recv, size_t count, DataType dtype) {
+  return impl_->submit(alltoall_op(*impl_, send, recv, count, dtype));
+}
+Work Communicator::alltoallv_async(const void* send, const std::vector<size_t>& send_counts,
+                                   const std::vector<size_t>& send_displs, void* recv,
+                                   const std::vector<size_t>& recv_counts,
+                                   const std::vector<size_t>& recv_displs, DataType dtype) {
+  return impl_->submit(
+      alltoallv_op(*impl_, send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype));
+}
+Work Communicator::gather_async(const void* send, void* recv, size_t count, DataType dtype,
+                                int root) {
+  return impl_->submit(gather_op(*impl_, send, recv, count, dtype, root));
+}
+Work Communicator::scatter_async(const void* send, void* recv, size_t count, DataType dtype,
+                                 int root) {
+  return impl_->submit(scatter_op(*impl_, send, recv, count, dtype, root));
+}
 Work Communicator::barrier_async() {
   return impl_->submit(make_op(coll::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
 }
-
 Work Communicator::send_async(const void* buf, size_t count, DataType dtype, int peer, int tag) {
-  auto o = make_op(coll::OpKind::send, buf, nullptr, count, dtype);
-  o->peer = peer;
-  o->tag = tag;
-  o->invalid = impl_->check_rank("send", "peer", peer);
-  if (o->invalid.ok() && peer == rank())
-    o->invalid = {HCOMM_ERR_INVALID_ARG,
-                  "send: peer " + std::to_string(peer) + " is this rank; copy the buffer instead"};
-  if (o->invalid.ok() && tag < 0) o->invalid = {HCOMM_ERR_INVALID_ARG, "send: tag must be >= 0"};
-  if (o->invalid.ok()) o->invalid = impl_->check("send", buf, buf, count, dtype);
-  if (!o->invalid.ok()) o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  return impl_->submit(
+      p2p_op(*impl_, coll::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
 }
-
 Work Communicator::recv_async(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  auto o = make_op(coll::OpKind::recv, nullptr, buf, count, dtype);
-  o->peer = peer;
-  o->tag = tag;
-  o->invalid = impl_->check_rank("recv", "peer", peer);
-  if (o->invalid.ok() && peer == rank())
-    o->invalid = {HCOMM_ERR_INVALID_ARG,
-                  "recv: peer " + std::to_string(peer) + " is this rank; copy the buffer instead"};
-  if (o->invalid.ok() && tag < 0) o->invalid = {HCOMM_ERR_INVALID_ARG, "recv: tag must be >= 0"};
-  if (o->invalid.ok()) o->invalid = impl_->check("recv", buf, buf, count, dtype);
-  if (!o->invalid.ok()) o->dtype = is_valid(dtype) ? dtype : DataType::uint8;
-  return impl_->submit(std::move(o));
+  return impl_->submit(p2p_op(*impl_, coll::OpKind::recv, buf, count, dtype, peer, tag));
+}
+Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
+  std::vector<Work> works;
+  std::vector<const PointToPointOp*> self_sends, self_recvs;
+  for (const auto& p : ops) {
+    const bool is_send = p.kind == PointToPointOp::Kind::send;
+    if (p.peer == rank()) {  // NCCL's groups allow it: matched below, copied locally
+      (is_send ? self_sends : self_recvs).push_back(&p);
+      continue;
+    }
+    auto kind = is_send ? coll::OpKind::send : coll::OpKind::recv;
+    works.push_back(impl_->submit(p2p_op(*impl_, kind, p.buf, p.count, p.dtype, p.peer, p.tag)));
+  }
+  works.push_back(Work(impl_->copy_to_self(self_sends, self_recvs)));
+  return impl_->combine(works);
 }
 
 Status Communicator::allreduce(const void* send, void* recv, size_t count, DataType dtype,
                                ReduceOp op) {
-  return allreduce_async(send, recv, count, dtype, op).wait(config().op_timeout);
+  return impl_->run(allreduce_op(*impl_, send, recv, count, dtype, op));
 }
 Status Communicator::broadcast(void* buf, size_t count, DataType dtype, int root) {
-  return broadcast_async(buf, count, dtype, root).wait(config().op_timeout);
+  return impl_->run(broadcast_op(*impl_, buf, count, dtype, root));
+}
+Status Communicator::reduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                            int root) {
+  return impl_->run(reduce_op(*impl_, send, recv, count, dtype, op, root));
 }
 Status Communicator::allgather(const void* send, void* recv, size_t count, DataType dtype) {
-  return allgather_async(send, recv, count, dtype).wait(config().op_timeout);
+  return impl_->run(allgather_op(*impl_, send, recv, count, dtype));
+}
+Status Communicator::allgatherv(const void* send, void* recv,
+                                const std::vector<size_t>& recv_counts,
+                                const std::vector<size_t>& recv_displs, DataType dtype) {
+  return impl_->run(allgatherv_op(*impl_, send, recv, recv_counts, recv_displs, dtype));
 }
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType dtype,
                                     ReduceOp op) {
-  return reduce_scatter_async(send, recv, recv_count, dtype, op).wait(config().op_timeout);
+  return impl_->run(reduce_scatter_op(*impl_, send, recv, recv_count, dtype, op));
+}
+Status Communicator::alltoall(const void* send, void* recv, size_t count, DataType dtype) {
+  return impl_->run(alltoall_op(*impl_, send, recv, count, dtype));
+}
+Status Communicator::alltoallv(const void* send, const std::vector<size_t>& send_counts,
+                               const std::vector<size_t>& send_displs, void* recv,
+                               const std::vector<size_t>& recv_counts,
+                               const std::vector<size_t>& recv_displs, DataType dtype) {
+  return impl_->run(
+      alltoallv_op(*impl_, send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype));
+}
+Status Communicator::gather(const void* send, void* recv, size_t count, DataType dtype, int root) {
+  return impl_->run(gather_op(*impl_, send, recv, count, dtype, root));
+}
+Status Communicator::scatter(const void* send, void* recv, size_t count, DataType dtype, int root) {
+  return impl_->run(scatter_op(*impl_, send, recv, count, dtype, root));
 }
 Status Communicator::barrier() {
-  return barrier_async().wait(config().op_timeout);
+  return impl_->run(make_op(coll::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
 }
 Status Communicator::send(const void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return send_async(buf, count, dtype, peer, tag).wait(config().op_timeout);
+  return impl_->run(
+      p2p_op(*impl_, coll::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
 }
 Status Communicator::recv(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return recv_async(buf, count, dtype, peer, tag).wait(config().op_timeout);
+  return impl_->run(p2p_op(*impl_, coll::OpKind::recv, buf, count, dtype, peer, tag));
+}
+Status Communicator::batch(const std::vector<PointToPointOp>& ops) {
+  return batch_async(ops).wait(config().op_timeout);
 }
 
 }  // namespace hcomm

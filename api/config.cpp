@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "actors/bootstrap/launch_env.hpp"
+#include "collectives/algorithm_choice.hpp"
 
 namespace hcomm {
 namespace {
@@ -112,6 +113,22 @@ Status apply_transport(std::string* field) {
   return invalid("HCOMM_TRANSPORT='" + v + "' is not a transport: expected one of " + list);
 }
 
+Status apply_flag(const char* name, bool* field) {
+  int v = *field ? 1 : 0;
+  Status st = apply_int(name, 0, 1, &v);
+  *field = v != 0;
+  return st;
+}
+
+Status apply_algo(std::string* field) {
+  std::string v = env("HCOMM_ALGO");
+  if (v.empty()) return Status();
+  auto parsed = coll::AlgorithmChoice::parse(v);
+  if (!parsed) return parsed.status();
+  *field = v;
+  return Status();
+}
+
 }  // namespace
 
 Expected<Config> Config::from_env() {
@@ -136,6 +153,9 @@ Expected<Config> Config::from_env() {
       apply_ms("HCOMM_CONNECT_TIMEOUT_MS", &c.connect_timeout),
       apply_ms("HCOMM_TIMEOUT_MS", &c.op_timeout),
       apply_int("HCOMM_ACTOR_THREADS", 1, 64, &c.actor_threads),
+      apply_int("HCOMM_SPIN_US", -1, 10000000, &c.spin_us),
+      apply_algo(&c.algo),
+      apply_flag("HCOMM_CALIBRATE", &c.calibrate),
   };
   for (const Status& st : checks) {
     if (!st.ok()) return st;

@@ -12,10 +12,6 @@ namespace hcomm {
 namespace detail {
 namespace {
 
-// Long enough to catch a small operation's completion on a loaded 2-core machine without a
-// sleep/wake-up, short enough not to burn a core that another rank needs.
-constexpr auto kSpin = std::chrono::microseconds(50);
-
 void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, const timespec* timeout) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, timeout,
           nullptr, 0);
@@ -30,27 +26,30 @@ void futex_wake_all(std::atomic<uint32_t>* addr) {
 
 void Completion::complete(Status status) {
   Work::Callback cb;
+  bool waited = false;
   {
     std::lock_guard<std::mutex> lock(callback_mutex_);
     if (completing_) return;
     completing_ = true;
     status_ = std::move(status);
-    state_.store(kDone, std::memory_order_release);
+    waited = state_.exchange(kDone, std::memory_order_acq_rel) == kWaited;
     cb = std::move(callback_);
   }
-  futex_wake_all(&state_);
+  if (waited) futex_wake_all(&state_);
   if (cb) cb(status_);
 }
 
 bool Completion::wait_until(std::chrono::steady_clock::time_point deadline) const {
-  auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  if (done()) return true;
+  if (auto driver = driver_.lock()) driver->drive(*this, deadline);
   while (!done()) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
-    if (now < spin_end) continue;
+    uint32_t expected = kPending;
+    if (!state_.compare_exchange_strong(expected, kWaited) && expected == kDone) break;
     auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
     timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-    futex_wait(&state_, kPending, &ts);
+    futex_wait(&state_, kWaited, &ts);
   }
   return true;
 }

@@ -25,23 +25,91 @@ struct PlanContext {
 std::vector<std::pair<size_t, size_t>> split_chunks(size_t offset, size_t bytes, size_t chunk_bytes,
                                                     size_t elem, bool at_least_one = false);
 
+// ---- allreduce
 /// Reduce-scatter then allgather around a ring; each segment pipelined in chunks. Bandwidth
 /// optimal (2(n-1)/n of the data crosses each link); results are bit-identical on every rank.
 struct RingAllreduce {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
-/// n-1 ring steps; block i of the result comes from rank i.
-struct RingAllgather {
+/// Two binary trees over the ranks (NCCL's double binary tree), each carrying half the buffer:
+/// chunks are reduced up to the root and broadcast back down, pipelined.
+struct TreeAllreduce {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
-/// n-1 ring steps of partial sums; rank i ends with block i reduced over all ranks.
-struct RingReduceScatter {
+/// log2(n) rounds exchanging the whole buffer with rank ^ 2^k; non-powers of two fold the extra
+/// ranks in first and out last. Fewest rounds: the small-message algorithm.
+struct RecursiveDoublingAllreduce {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
+/// Rabenseifner: recursive-halving reduce-scatter, then recursive-doubling allgather (same
+/// folding of extra ranks). log rounds and 2(n-1)/n data: mid sizes.
+struct HalvingDoublingAllreduce {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- broadcast
 /// A pipelined chain from the root: each rank forwards chunk k while receiving chunk k+1.
 struct ChainBroadcast {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
+/// Double binary tree rooted at the root, each tree carrying half the buffer, pipelined.
+struct TreeBroadcast {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Binomial tree: log2(n) rounds, the whole buffer per message.
+struct BinomialBroadcast {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- reduce (result on the root only)
+/// A pipelined chain ending at the root, each rank adding its contribution to the passing chunk.
+struct ChainReduce {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Double binary tree toward the root, each tree carrying half the buffer, pipelined.
+struct TreeReduce {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Binomial tree: log2(n) rounds, the whole buffer per message.
+struct BinomialReduce {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- allgather and allgatherv
+/// n-1 ring steps; block i of the result comes from rank i.
+struct RingAllgather {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Every rank sends its block to every other rank at once: one round, for small blocks.
+struct DirectAllgather {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- reduce-scatter
+/// n-1 ring steps of partial sums; rank i ends with block i reduced over all ranks.
+struct RingReduceScatter {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Every rank sends block i to rank i at once; each rank reduces what arrives: one round.
+struct DirectReduceScatter {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- alltoall(v), gather, scatter
+/// Pairwise exchange: step k sends to rank + k and receives from rank - k, all posted at once.
+struct DirectAlltoall {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// The root receives every block directly.
+struct DirectGather {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// The root sends every block directly.
+struct DirectScatter {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+// ---- barrier and point-to-point
 /// ceil(log2 n) rounds of empty messages to rank + 2^k (Hensgen et al.'s dissemination barrier).
 struct DisseminationBarrier {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
@@ -51,7 +119,12 @@ struct PointToPoint {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
 
-/// Picks the algorithm for `op` and builds its schedule.
+/// Whether `algo` implements `kind` (automatic: always true).
+bool supports(OpKind kind, Algorithm algo);
+/// The algorithm used when nothing is chosen (and the only one for barrier and send/recv).
+Algorithm default_algorithm(OpKind kind);
+/// Builds the schedule of `op` with `op.algo` (automatic: default_algorithm), which must be
+/// supported.
 Schedule plan(const Operation& op, const PlanContext& ctx);
 
 }  // namespace hcomm::coll

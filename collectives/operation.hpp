@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "api/completion.hpp"
 #include "hcomm/status.hpp"
@@ -23,7 +24,28 @@ enum class OpKind : uint8_t {
   barrier = 5,
   send = 6,
   recv = 7,
+  reduce = 8,
+  allgatherv = 9,
+  alltoall = 10,
+  alltoallv = 11,
+  gather = 12,
+  scatter = 13,
 };
+constexpr int kNumOpKinds = 14;  ///< OpKind values are below this
+
+/// The algorithm families; which ones an operation supports is in algorithms.hpp.
+enum class Algorithm : uint8_t {
+  automatic = 0,  ///< chosen by the AlgorithmSelector's cost model
+  ring,           ///< ring / pipelined chain: bandwidth optimal for large messages
+  tree,           ///< double binary tree, pipelined (NCCL's): log depth, full bandwidth
+  rd,             ///< recursive doubling (binomial tree for rooted operations): fewest rounds
+  hd,             ///< recursive halving-doubling (Rabenseifner): mid sizes
+  direct,         ///< every rank exchanges with every other rank at once
+};
+constexpr int kNumAlgorithms = 6;
+const char* algorithm_name(Algorithm a);
+/// "ring", "tree", ... or "auto"; false when `name` is none of them.
+bool parse_algorithm(const char* name, Algorithm& out);
 
 const char* op_kind_name(OpKind kind);
 inline bool is_collective(OpKind k) {
@@ -36,20 +58,37 @@ struct Operation {
   ReduceOp redop = ReduceOp::sum;
   const std::byte* send = nullptr;
   std::byte* recv = nullptr;
-  size_t count = 0;  ///< elements: per rank for allgather, received for reduce_scatter
-  int root = -1;     ///< broadcast
-  int peer = -1;     ///< send / recv
-  int tag = 0;       ///< send / recv
+  /// Elements: the buffer for allreduce / broadcast / reduce; per rank for allgather, gather and
+  /// scatter; received for reduce_scatter; per peer block for alltoall. Unused by the V forms.
+  size_t count = 0;
+  int root = -1;  ///< broadcast, reduce, gather, scatter
+  int peer = -1;  ///< send / recv
+  int tag = 0;    ///< send / recv
   /// Collectives: the communicator's operation number (1, 2, ...). Point-to-point: a key that the
   /// sender and receiver derive alike (see CommunicatorActor).
   uint64_t seq = 0;
+  /// In elements. allgatherv: recv_counts / recv_displs (rank i's block). alltoallv: all four
+  /// (send_*[i]: what goes to rank i, recv_*[i]: what comes from rank i).
+  std::vector<size_t> send_counts, send_displs, recv_counts, recv_displs;
+  /// Set before planning: the algorithm and pipelining chunk this operation runs with.
+  Algorithm algo = Algorithm::automatic;
   /// Non-OK: the arguments were rejected; the operation fails at once, and a collective tells the
   /// other ranks so that their matching operation fails too instead of waiting.
   Status invalid;
   std::shared_ptr<detail::Completion> completion = std::make_shared<detail::Completion>();
 
   /// The size every rank must agree on, in bytes (carried by each frame).
-  uint64_t agreed_bytes() const { return count * dtype_size(dtype); }
+  /// allgatherv: the total; alltoallv: 0, as ranks share no total (each frame's length is
+  /// checked against the receiver's count instead).
+  uint64_t agreed_bytes() const {
+    if (kind == OpKind::allgatherv) {
+      uint64_t total = 0;
+      for (size_t c : recv_counts) total += c;
+      return total * dtype_size(dtype);
+    }
+    if (kind == OpKind::alltoallv) return 0;
+    return count * dtype_size(dtype);
+  }
 };
 
 using OperationPtr = std::shared_ptr<Operation>;

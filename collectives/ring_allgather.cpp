@@ -1,35 +1,42 @@
-// Ring allgather: at step s rank r forwards block r-s to its right neighbour and receives block
+// Ring allgather(v): at step s rank r forwards block r-s to its right neighbour and receives block
 // r-s-1 from its left, chunk by chunk; a received chunk is forwarded as soon as it has landed.
-// In place means send == recv + r * block (NCCL's convention); otherwise the own block is copied.
+// Every link carries each block once: bandwidth optimal. In place means send is this rank's own
+// block of recv (NCCL's convention); otherwise the own block is copied.
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/blocks.hpp"
 
 namespace hcomm::coll {
 
 void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
   const size_t esize = dtype_size(op.dtype);
-  const size_t block = op.count * esize;
-  if (block == 0) return;
   auto mod = [n](int x) { return ((x % n) + n) % n; };
-  std::byte* own = op.recv + static_cast<size_t>(r) * block;
-  if (op.send != own) s.copy(own, op.send, block);
+  const Block mine = recv_block(op, r);
+  std::byte* own = op.recv + mine.offset;
+  if (mine.bytes > 0 && op.send != own) s.copy(own, op.send, mine.bytes);
   if (n == 1) return;
   const int right = (r + 1) % n, left = mod(r - 1);
-  const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
-  std::vector<Schedule::Id> landed(chunks.size(), Schedule::kNone);  // previous step's receives
+  // landed[b][c]: the receive of chunk c of block b, which its forwarding waits for.
+  std::vector<std::vector<Schedule::Id>> landed(static_cast<size_t>(n));
   for (int st = 0; st < n - 1; ++st) {
-    const size_t sblk = static_cast<size_t>(mod(r - st)) * block;
-    const size_t rblk = static_cast<size_t>(mod(r - st - 1)) * block;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      const std::byte* from = st == 0 ? op.send + off : op.recv + sblk + off;
+    const int sb = mod(r - st), rb = mod(r - st - 1);
+    const Block out = recv_block(op, sb), in = recv_block(op, rb);
+    const auto out_chunks = split_chunks(0, out.bytes, ctx.chunk_bytes, esize);
+    for (size_t c = 0; c < out_chunks.size(); ++c) {
+      auto [off, bytes] = out_chunks[c];
+      const std::byte* from = st == 0 ? op.send + off : op.recv + out.offset + off;
       Schedule::Id send = s.send(right, static_cast<uint32_t>(st), static_cast<uint32_t>(c), from,
-                                 bytes, sblk + off);
-      s.order(landed[c], send);
-      landed[c] = s.recv(left, static_cast<uint32_t>(st), static_cast<uint32_t>(c),
-                         op.recv + rblk + off, bytes, rblk + off);
+                                 bytes, out.offset + off);
+      if (st > 0) s.order(landed[static_cast<size_t>(sb)][c], send);
+    }
+    const auto in_chunks = split_chunks(0, in.bytes, ctx.chunk_bytes, esize);
+    for (size_t c = 0; c < in_chunks.size(); ++c) {
+      auto [off, bytes] = in_chunks[c];
+      landed[static_cast<size_t>(rb)].push_back(
+          s.recv(left, static_cast<uint32_t>(st), static_cast<uint32_t>(c),
+                 op.recv + in.offset + off, bytes, in.offset + off));
     }
   }
 }

@@ -46,7 +46,9 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
       Schedule::Id id =
           s.send(right, static_cast<uint32_t>(st), static_cast<uint32_t>(c), from, bytes, off);
       s.order(get(last_write, sseg, c), id);
-      reader[{sseg, c}] = id;
+      // Only a send that reads recv holds back the allgather receive into the same bytes: out of
+      // place, the first step's receives are then posted at once, before their frames arrive.
+      if (from >= op.recv && from < op.recv + op.count * esize) reader[{sseg, c}] = id;
     }
     auto rc = seg_chunks(rseg);
     for (size_t c = 0; c < rc.size(); ++c) {

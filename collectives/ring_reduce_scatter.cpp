@@ -1,11 +1,12 @@
 // Ring reduce-scatter: at step s rank r sends the partial sum of block r-s-1 to its right
 // neighbour and receives block r-s-2's partial sum from its left, adding its own contribution as
 // the chunks arrive. Partial sums wait in scratch memory (one block per step, so no step
-// overwrites a block still being sent); the last step writes the result into `recv`. In place
-// means recv == send + r * block (NCCL's convention).
+// overwrites a block still being sent); the last step writes the result. In place means
+// recv == send + r * block (NCCL's convention) or send == recv (see reduce_scatter_result).
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/blocks.hpp"
 
 namespace hcomm::coll {
 
@@ -15,10 +16,11 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
   const size_t block = op.count * esize;
   if (block == 0) return;
   auto mod = [n](int x) { return ((x % n) + n) % n; };
+  std::byte* const result = reduce_scatter_result(op, r);
   const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
   std::vector<Schedule::Id> last(chunks.size(), Schedule::kNone);
   if (n == 1) {
-    if (op.send != op.recv) s.copy(op.recv, op.send, block);
+    if (op.send != result) s.copy(result, op.send, block);
   } else {
     const int right = (r + 1) % n, left = mod(r - 1);
     std::byte* scratch = n > 2 ? s.scratch(static_cast<size_t>(n - 2) * block) : nullptr;
@@ -26,7 +28,7 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
       const size_t sblk = static_cast<size_t>(mod(r - st - 1)) * block;
       const size_t rblk = static_cast<size_t>(mod(r - st - 2)) * block;
       std::byte* partial_in = st == 0 ? nullptr : scratch + static_cast<size_t>(st - 1) * block;
-      std::byte* partial_out = st == n - 2 ? op.recv : scratch + static_cast<size_t>(st) * block;
+      std::byte* partial_out = st == n - 2 ? result : scratch + static_cast<size_t>(st) * block;
       for (size_t c = 0; c < chunks.size(); ++c) {
         auto [off, bytes] = chunks[c];
         const std::byte* from = st == 0 ? op.send + sblk + off : partial_in + off;
@@ -41,7 +43,7 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
   if (op.redop == ReduceOp::avg) {
     for (size_t c = 0; c < chunks.size(); ++c) {
       auto [off, bytes] = chunks[c];
-      Schedule::Id id = s.average(op.recv + off, bytes);
+      Schedule::Id id = s.average(result + off, bytes);
       s.order(last[c], id);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace hcomm::coll {
@@ -65,15 +66,16 @@ class Schedule {
   }
   std::vector<Step>& steps() { return steps_; }
   const std::vector<Step>& steps() const { return steps_; }
-  /// Memory the schedule needs besides the user's buffers (reduce-scatter partial sums).
+  /// Memory the schedule needs besides the user's buffers (partial sums, staging); each call
+  /// returns a new block that lives as long as the schedule.
   std::byte* scratch(size_t bytes) {
-    scratch_.resize(bytes);
-    return scratch_.data();
+    scratch_.push_back(std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes));
+    return scratch_.back().get();
   }
 
  private:
   std::vector<Step> steps_;
-  std::vector<std::byte> scratch_;
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;
 };
 
 }  // namespace hcomm::coll

@@ -71,6 +71,7 @@ void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
   const uint64_t seq = r.op->seq;
   r.id = next_run_id_++;
   runs_[r.id] = std::move(run);
+  if (activity_ != nullptr) activity_->fetch_add(1);
   ++depth_;
   const std::string* aborted_reason = nullptr;
   if (is_collective(r.op->kind)) {
@@ -190,10 +191,16 @@ Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
   } else if (h.dtype != static_cast<uint8_t>(op.dtype)) {
     what = who + " passed data type " + dtype_name(static_cast<DataType>(h.dtype)) +
            ", this rank " + dtype_name(op.dtype) + ", to " + op_label(op);
-  } else if (h.op_bytes != op.agreed_bytes() || h.length != st.bytes) {
+  } else if (h.op_bytes != op.agreed_bytes()) {
     what = who + " passed " + std::to_string(h.op_bytes) + " bytes to " + op_label(op) +
            ", this rank (" + std::to_string(exec->rank_) + ") " +
            std::to_string(op.agreed_bytes()) + " bytes: every rank must pass the same count";
+  } else if (h.length != st.bytes) {
+    // Ranks agree on the total but not on this piece: the V forms' per-pair counts.
+    what = who + " sent " + std::to_string(h.length) + " bytes in " + op_label(op) +
+           " where this rank (" + std::to_string(exec->rank_) + ") expects " +
+           std::to_string(st.bytes) + ": " + who +
+           "'s send count for this rank must equal this rank's receive count from it";
   } else if (st.kind == Step::Kind::recv_reduce && h.redop != static_cast<uint8_t>(op.redop)) {
     what = who + " reduces with " + reduce_op_name(static_cast<ReduceOp>(h.redop)) +
            ", this rank with " + reduce_op_name(op.redop) + ", in " + op_label(op);
@@ -257,6 +264,7 @@ void ScheduleExecutor::maybe_finish(Run& run) {
   if (it == runs_.end()) return;
   std::unique_ptr<Run> owned = std::move(it->second);
   runs_.erase(it);
+  if (activity_ != nullptr) activity_->fetch_sub(1);
   if (run.failed) {
     if (is_collective(run.op->kind)) aborted_.emplace(run.op->seq, run.failure.message());
     run.op->completion->complete(run.failure);

@@ -8,6 +8,7 @@
 // the other ranks as abort frames, so that their matching operation fails instead of waiting.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -29,6 +30,8 @@ class ScheduleExecutor final : public transport::LinkObserver {
 
   /// The link to `peer` (not owned). Set before operations that involve the peer start.
   void set_link(int peer, transport::Link* link);
+  /// Kept up to date with the number of running operations (not owned; may be null).
+  void set_activity_counter(std::atomic<int>* counter) { activity_ = counter; }
   /// Starts `op` with its schedule.
   void start(OperationPtr op, Schedule schedule);
   /// Fails every running operation with `status` (communicator destruction).
@@ -70,6 +73,7 @@ class ScheduleExecutor final : public transport::LinkObserver {
   std::deque<std::pair<Run*, uint32_t>> ready_;
   std::vector<std::unique_ptr<Run>> finished_;  // freed once no callback is on the stack
   int depth_ = 0;
+  std::atomic<int>* activity_ = nullptr;
 };
 
 }  // namespace hcomm::coll

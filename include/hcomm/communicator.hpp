@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
@@ -21,6 +23,17 @@ namespace hcomm {
 namespace detail {
 class CommunicatorImpl;
 }
+
+/// One send or receive of a batch (Communicator::batch_async): NCCL's grouped send/recv.
+struct PointToPointOp {
+  enum class Kind { send, recv };
+  Kind kind = Kind::send;
+  void* buf = nullptr;  ///< read for a send, written for a receive
+  size_t count = 0;
+  DataType dtype = DataType::uint8;
+  int peer = -1;
+  int tag = 0;
+};
 
 class Communicator {
  public:
@@ -44,26 +57,71 @@ class Communicator {
   Work allreduce_async(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op);
   /// `buf` is read on `root` and written everywhere else.
   Work broadcast_async(void* buf, size_t count, DataType dtype, int root);
+  /// The reduction lands in `recv` on `root` only; other ranks may pass recv = nullptr.
+  Work reduce_async(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                    int root);
   /// `recv` holds size() * count elements, rank i's block at offset i * count.
+  /// In place: send == recv + rank() * count elements.
   Work allgather_async(const void* send, void* recv, size_t count, DataType dtype);
+  /// Rank i contributes recv_counts[i] elements (this rank: recv_counts[rank()] from `send`),
+  /// placed at recv + recv_displs[i] elements. Both vectors have size() entries on every rank.
+  Work allgatherv_async(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                        const std::vector<size_t>& recv_displs, DataType dtype);
   /// `send` holds size() * recv_count elements; rank i receives block i reduced over all ranks.
-  /// In place: send == recv, and the result lands in block rank() of it.
+  /// In place (NCCL's convention): recv == send + rank() * recv_count elements.
   Work reduce_scatter_async(const void* send, void* recv, size_t recv_count, DataType dtype,
                             ReduceOp op);
+  /// Block i of `send` (count elements) goes to rank i; block i of `recv` comes from rank i.
+  Work alltoall_async(const void* send, void* recv, size_t count, DataType dtype);
+  /// send_counts[i] elements at send + send_displs[i] go to rank i; recv_counts[i] elements from
+  /// rank i land at recv + recv_displs[i]. recv_counts[i] must equal rank i's send_counts[me].
+  Work alltoallv_async(const void* send, const std::vector<size_t>& send_counts,
+                       const std::vector<size_t>& send_displs, void* recv,
+                       const std::vector<size_t>& recv_counts,
+                       const std::vector<size_t>& recv_displs, DataType dtype);
+  /// `root` receives size() * count elements, rank i's block at offset i * count; other ranks
+  /// may pass recv = nullptr. In place on the root: send == recv + root * count elements.
+  Work gather_async(const void* send, void* recv, size_t count, DataType dtype, int root);
+  /// Rank i receives block i of root's `send` (size() * count elements); other ranks may pass
+  /// send = nullptr. In place on the root: recv == send + root * count elements.
+  Work scatter_async(const void* send, void* recv, size_t count, DataType dtype, int root);
   Work barrier_async();
   /// Messages between one pair of ranks with the same tag arrive in the order they were sent.
   Work send_async(const void* buf, size_t count, DataType dtype, int peer, int tag = 0);
   Work recv_async(void* buf, size_t count, DataType dtype, int peer, int tag = 0);
+  /// Starts every send and receive of `ops` at once (so exchanges in any pattern cannot
+  /// deadlock) and completes when all have; the first failure is the batch's status. Unlike
+  /// send/recv, a batch may send to and receive from this rank (NCCL's groups allow it): the
+  /// k-th send to self with a tag meets the k-th receive from self with that tag.
+  Work batch_async(const std::vector<PointToPointOp>& ops);
 
   // ---- blocking forms: the asynchronous form, waited on for config().op_timeout
   Status allreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op);
   Status broadcast(void* buf, size_t count, DataType dtype, int root);
+  Status reduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, int root);
   Status allgather(const void* send, void* recv, size_t count, DataType dtype);
+  Status allgatherv(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                    const std::vector<size_t>& recv_displs, DataType dtype);
   Status reduce_scatter(const void* send, void* recv, size_t recv_count, DataType dtype,
                         ReduceOp op);
+  Status alltoall(const void* send, void* recv, size_t count, DataType dtype);
+  Status alltoallv(const void* send, const std::vector<size_t>& send_counts,
+                   const std::vector<size_t>& send_displs, void* recv,
+                   const std::vector<size_t>& recv_counts, const std::vector<size_t>& recv_displs,
+                   DataType dtype);
+  Status gather(const void* send, void* recv, size_t count, DataType dtype, int root);
+  Status scatter(const void* send, void* recv, size_t count, DataType dtype, int root);
   Status barrier();
   Status send(const void* buf, size_t count, DataType dtype, int peer, int tag = 0);
   Status recv(void* buf, size_t count, DataType dtype, int peer, int tag = 0);
+  Status batch(const std::vector<PointToPointOp>& ops);
+
+  /// The algorithm ("ring", "tree", "rd", "hd", "direct"; "" for an unknown name) this
+  /// communicator runs for `op_name` ("allreduce", "broadcast", ...) with `bytes` = count x element
+  /// size as passed to that operation (allgather, gather, scatter: one rank's block; alltoall: one
+  /// peer's block; reduce_scatter: the received block): the cost model's choice, or what
+  /// HCOMM_ALGO forces. For tools and logs.
+  std::string algorithm_for(const std::string& op_name, size_t bytes) const;
 
  private:
   explicit Communicator(std::unique_ptr<detail::CommunicatorImpl> impl);

@@ -25,11 +25,21 @@ struct Config {
   std::string socket_ifname;
 
   // ---- transport
-  std::string transport = "tcp";    ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
-  size_t send_buf_size = 0;         ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
-  size_t recv_buf_size = 0;         ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
-  int sockets_per_peer = 1;         ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
-  size_t chunk_bytes = 512 * 1024;  ///< HCOMM_CHUNK_SIZE: pipelining unit of collectives
+  std::string transport = "tcp";  ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
+  size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
+  size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
+  int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
+  /// HCOMM_CHUNK_SIZE: pipelining unit of collectives; 0 = chosen per operation by the cost model.
+  size_t chunk_bytes = 0;
+
+  // ---- algorithms
+  /// HCOMM_ALGO: forces algorithms, e.g. "allreduce=ring;broadcast=tree", or one name for every
+  /// operation that has it ("tree"). Names: ring, tree, rd, hd, direct, auto. Empty: the cost
+  /// model chooses per operation, message size and world size.
+  std::string algo;
+  /// HCOMM_CALIBRATE (1/0): measure link latency, bandwidth and reduction speed when a
+  /// communicator is created (a few ms), for the cost model; 0 uses built-in loopback-TCP figures.
+  bool calibrate = true;
 
   // ---- deadlines
   /// HCOMM_CONNECT_TIMEOUT_MS: joining the rendezvous and connecting to every peer.
@@ -39,6 +49,9 @@ struct Config {
 
   // ---- runtime
   int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads (control plane only)
+  /// HCOMM_SPIN_US: how long a thread waiting for an operation drives progress itself (busy
+  /// polling) before it sleeps. -1: 500 us when this host has a core per local rank, else 20 us.
+  int spin_us = -1;
 
   /// Defaults overridden by the environment. Fails with HCOMM_ERR_INVALID_ARG naming the variable
   /// when a variable is set to something that does not parse.

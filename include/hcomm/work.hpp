@@ -1,7 +1,8 @@
 // hcomm public API: the handle of an asynchronous operation.
 //
 // Every operation returns a Work at once; the data plane completes it. Waiting costs no actor
-// round trip: the waiting thread spins briefly, then sleeps on a futex the progress engine wakes.
+// round trip: the waiting thread runs the progress engine itself for a bounded time
+// (HCOMM_SPIN_US), then sleeps on a futex the progress engine wakes.
 #pragma once
 
 #include <chrono>
@@ -32,7 +33,8 @@ class Work {
   /// The final status; HCOMM_ERR_INTERNAL "still running" while test() is false.
   Status status() const;
   /// Runs `cb` once with the final status: at once on this thread if already complete, else on
-  /// hcomm's progress thread, which it must not block.
+  /// whichever thread drives hcomm's progress (its engine thread, or an application thread
+  /// waiting for an operation), which it must not block.
   void on_complete(Callback cb) const;
   bool valid() const { return c_ != nullptr; }
 

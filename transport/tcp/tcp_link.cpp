@@ -184,19 +184,20 @@ void TcpLink::post_recv(RecvRequest* request) {
   }
   Stored stored = std::move(it->second);
   unexpected_.erase(it);
-  deliver_stored(request, stored.header, stored.payload);
+  deliver_stored(request, stored.header, std::move(stored.payload));
 }
 
-void TcpLink::deliver_stored(RecvRequest* request, const FrameHeader& header,
-                             const std::vector<std::byte>& payload) {
+void TcpLink::deliver_stored(RecvRequest* request, const FrameHeader& header, Payload payload) {
   Status st = request->accept(header);
-  if (!st.ok()) return request->on_received(st);
-  if (void* dst = request->destination()) {
-    std::memcpy(dst, payload.data(), payload.size());
-  } else if (!payload.empty()) {
-    request->on_piece(0, payload.data(), payload.size());
+  if (st.ok()) {
+    if (void* dst = request->destination()) {
+      std::memcpy(dst, payload.data(), payload.size());
+    } else if (!payload.empty()) {
+      request->on_piece(0, payload.data(), payload.size());
+    }
   }
-  request->on_received({});
+  payloads_.give(std::move(payload));
+  request->on_received(st);
 }
 
 bool TcpLink::cancel_recv(RecvRequest* request) {
@@ -239,9 +240,9 @@ bool TcpLink::drop(const FrameHeader& header) {
   return observer_.is_aborted(header.comm_id, header.op_seq);
 }
 
-void TcpLink::store_unexpected(const FrameHeader& header, std::vector<std::byte> payload) {
+void TcpLink::store_unexpected(const FrameHeader& header, Payload payload) {
   // The receive may have been posted while this payload was still arriving.
-  if (RecvRequest* r = match(header)) return deliver_stored(r, header, payload);
+  if (RecvRequest* r = match(header)) return deliver_stored(r, header, std::move(payload));
   unexpected_[MatchKey::of(header)] = Stored{header, std::move(payload)};
 }
 

@@ -62,12 +62,12 @@ class TcpLink final : public Link, public StreamOwner {
   // StreamOwner
   RecvRequest* match(const FrameHeader& header) override;
   bool drop(const FrameHeader& header) override;
-  void store_unexpected(const FrameHeader& header, std::vector<std::byte> payload) override;
+  Payload take_payload(size_t bytes) override { return payloads_.take(bytes); }
+  void store_unexpected(const FrameHeader& header, Payload payload) override;
   void on_control(const FrameHeader& header, std::string payload) override;
   void on_stream_failed(const Status& status, bool eof) override;
 
-  void deliver_stored(RecvRequest* request, const FrameHeader& header,
-                      const std::vector<std::byte>& payload);
+  void deliver_stored(RecvRequest* request, const FrameHeader& header, Payload payload);
   void stream_ready(size_t index, int fd);
   void establishment_failed(const Status& status);
   void fail(const Status& status, bool notify = true);
@@ -92,9 +92,10 @@ class TcpLink final : public Link, public StreamOwner {
   std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
   struct Stored {
     FrameHeader header;
-    std::vector<std::byte> payload;
+    Payload payload;
   };
   std::unordered_map<MatchKey, Stored, MatchKeyHash> unexpected_;
+  PayloadPool payloads_;
 };
 
 }  // namespace hcomm::transport::tcp

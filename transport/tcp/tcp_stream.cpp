@@ -231,7 +231,7 @@ void TcpStream::start_payload() {
     }
   } else {
     target_ = Target::unexpected;
-    unexpected_.assign(header_.length, std::byte{0});
+    unexpected_ = owner_.take_payload(header_.length);
   }
   if (header_.length == 0) finish_payload();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "transport/link.hpp"
+#include "transport/payload.hpp"
 #include "transport/progress_engine.hpp"
 
 namespace hcomm::transport::tcp {
@@ -20,7 +21,9 @@ class StreamOwner {
   virtual RecvRequest* match(const FrameHeader& header) = 0;
   /// True when the frame's operation was aborted here and its payload is to be dropped.
   virtual bool drop(const FrameHeader& header) = 0;
-  virtual void store_unexpected(const FrameHeader& header, std::vector<std::byte> payload) = 0;
+  /// A buffer for a frame that arrived before its receive (recycled by the owner).
+  virtual Payload take_payload(size_t bytes) = 0;
+  virtual void store_unexpected(const FrameHeader& header, Payload payload) = 0;
   virtual void on_control(const FrameHeader& header, std::string payload) = 0;
   /// The connection broke (error, or end of stream when `eof`).
   virtual void on_stream_failed(const Status& status, bool eof) = 0;
@@ -81,7 +84,7 @@ class TcpStream final : public FdHandler {
   Target target_ = Target::none;
   RecvRequest* request_ = nullptr;
   std::byte* direct_ = nullptr;
-  std::vector<std::byte> unexpected_;
+  Payload unexpected_;
   std::string control_;
 };
 

@@ -1,0 +1,71 @@
+// The communicator behind the public class: checks arguments, numbers operations, picks their
+// algorithm, builds their schedule and hands it to the data plane — all on the calling thread,
+// under one lock, so that operations start in the order they were called (ranks agree on
+// numbers by calling collectives in the same order).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "actors/communicator_control.hpp"
+#include "api/completion.hpp"
+#include "collectives/algorithm_selector.hpp"
+#include "collectives/operation.hpp"
+#include "hcomm/communicator.hpp"
+#include "hcomm/config.hpp"
+#include "hcomm/work.hpp"
+
+namespace hcomm::detail {
+
+class CommunicatorImpl {
+ public:
+  CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
+                   coll::AlgorithmChoice forced);
+  ~CommunicatorImpl();
+
+  const Config& config() const { return cfg_; }
+  int rank() const { return cfg_.rank; }
+  int size() const { return cfg_.world_size; }
+
+  /// Starts `op` (or fails it at once when it was rejected and concerns nobody else).
+  /// `caller_waits`: the caller waits for it next and drives the progress engine meanwhile.
+  Work submit(coll::OperationPtr op, bool caller_waits = false);
+  /// submit() and wait for config().op_timeout.
+  Status run(coll::OperationPtr op);
+  /// The sends to self of a batch copied into its receives from self (matched by tag, in order);
+  /// completed at once, with an error if one is left unmatched or the sizes differ.
+  std::shared_ptr<Completion> copy_to_self(const std::vector<const PointToPointOp*>& sends,
+                                           const std::vector<const PointToPointOp*>& recvs);
+  /// A Work that completes when every one of `works` has; the first failure is its status.
+  Work combine(const std::vector<Work>& works);
+
+  const coll::AlgorithmSelector& selector() const { return *selector_; }
+  /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
+  Status calibrate();
+
+  // ---- argument checks: an empty Status when all is well
+  Status check_type(const char* what, DataType dtype) const;
+  Status check_op(const char* what, ReduceOp op) const;
+  Status check_buffer(const char* what, const char* role, const void* p, size_t count,
+                      DataType dtype) const;
+  Status check_rank(const char* what, const char* role, int r) const;
+  Status check_counts(const char* what, const char* role, const std::vector<size_t>& counts,
+                      const std::vector<size_t>& displs) const;
+
+ private:
+  class EngineDriver;
+  void log_choice(const coll::Operation& op, const coll::AlgorithmSelector::Choice& c) const;
+
+  Config cfg_;
+  std::unique_ptr<actors::CommunicatorControl> control_;
+  coll::AlgorithmChoice forced_;
+  std::unique_ptr<coll::AlgorithmSelector> selector_;
+  std::shared_ptr<EngineDriver> driver_;
+  std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
+  uint64_t next_seq_ = 1;
+  std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
+};
+
+}  // namespace hcomm::detail

@@ -1,0 +1,152 @@
+#include "collectives/algorithm_selector.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "collectives/algorithms.hpp"
+
+namespace hcomm::coll {
+namespace {
+
+// Chunks below this cost more in per-frame work than pipelining saves; above the upper bound a
+// chunk no longer overlaps anything useful and only delays the next stage.
+constexpr double kMinChunk = 16 * 1024;
+constexpr double kMaxChunk = 4 * 1024 * 1024;
+// Algorithms that are not pipelined run with chunks this large: one frame per piece.
+constexpr size_t kUnpipelinedChunk = 4 * 1024 * 1024;
+
+int ceil_log2(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return l;
+}
+int floor_log2(int n) {
+  int l = 0;
+  while ((2 << l) <= n) ++l;
+  return l;
+}
+
+}  // namespace
+
+std::string LinkCost::to_string() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "alpha %.2f us, beta %.3f GB/s, gamma %.3f GB/s", alpha_us,
+                1e-3 / beta_us_per_byte, 1e-3 / gamma_us_per_byte);
+  return buf;
+}
+
+AlgorithmSelector::AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced,
+                                     size_t chunk_override)
+    : n_(world_size), cost_(cost), forced_(forced), chunk_override_(chunk_override) {}
+
+// A pipeline of `stages` stages moving `bytes` in chunks of c, each stage costing
+// fixed + c * per_byte, takes (stages + bytes/c - 1) * (fixed + c * per_byte); the minimum is at
+// c = sqrt(fixed * bytes / ((stages - 1) * per_byte)).
+size_t AlgorithmSelector::best_chunk(double fixed, double per_byte, double stages,
+                                     double bytes) const {
+  if (chunk_override_ != 0) return chunk_override_;
+  double c = stages > 1 ? std::sqrt(fixed * bytes / ((stages - 1) * per_byte)) : bytes;
+  c = std::clamp(c, kMinChunk, kMaxChunk);
+  const size_t page = 4096;
+  return (static_cast<size_t>(c) + page - 1) / page * page;
+}
+
+AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo,
+                                                     size_t bytes_in) const {
+  const double a = cost_.alpha_us, b = cost_.beta_us_per_byte, g = cost_.gamma_us_per_byte;
+  const double S = static_cast<double>(bytes_in);
+  const int n = n_;
+  const double d = ceil_log2(n);
+  Choice c{algo, chunk_override_ != 0 ? chunk_override_ : kUnpipelinedChunk, 0.0};
+  auto pipeline = [&](double stages, double bytes, double per_byte) {
+    c.chunk_bytes = best_chunk(a, per_byte, stages, bytes);
+    const double chunk = std::max(1.0, std::min(bytes, static_cast<double>(c.chunk_bytes)));
+    const double m = std::max(1.0, std::ceil(bytes / chunk));
+    c.predicted_us = (stages + m - 1) * (a + chunk * per_byte);
+  };
+  if (n == 1) return c;
+  const int p = 1 << floor_log2(n);  // the power of two that recursive algorithms fold onto
+  const bool folded = p != n;
+  switch (kind) {
+    case OpKind::allreduce:
+      switch (algo) {
+        case Algorithm::ring:
+          pipeline(2.0 * (n - 1), S / n, b + g / 2);
+          break;
+        case Algorithm::tree:  // two trees of depth ~log2 n, each with half; up then down
+          pipeline(2.0 * d, S / 2, 2 * b + g);
+          break;
+        case Algorithm::rd:
+          c.predicted_us = (floor_log2(n) + (folded ? 2 : 0)) * (a + S * b) +
+                           (floor_log2(n) + (folded ? 1 : 0)) * S * g;
+          break;
+        case Algorithm::hd:
+          c.predicted_us = 2.0 * floor_log2(n) * a + 2.0 * (p - 1) / p * S * b +
+                           1.0 * (p - 1) / p * S * g + (folded ? 2 * (a + S * b) + S * g : 0.0);
+          break;
+        default:
+          break;
+      }
+      break;
+    case OpKind::broadcast:
+    case OpKind::reduce: {
+      const double red = kind == OpKind::reduce ? g : 0.0;
+      if (algo == Algorithm::ring)
+        pipeline(n - 1.0, S, b + red);
+      else if (algo == Algorithm::tree)
+        pipeline(d, S / 2, 2 * (b + red));
+      else if (algo == Algorithm::rd)
+        c.predicted_us = d * (a + S * (b + red));
+      break;
+    }
+    case OpKind::allgather:
+    case OpKind::allgatherv:
+    case OpKind::reduce_scatter: {
+      const double per_byte = kind == OpKind::reduce_scatter ? b + g : b;
+      const double block = kind == OpKind::allgatherv ? S / n : S;
+      if (algo == Algorithm::ring) {
+        pipeline(n - 1.0, block, per_byte);
+      } else {  // direct: n-1 messages leave at once and share the sender
+        c.predicted_us = a * (1 + 0.5 * (n - 2)) + (n - 1) * block * per_byte;
+      }
+      break;
+    }
+    case OpKind::alltoall:
+    case OpKind::alltoallv:
+    case OpKind::gather:
+    case OpKind::scatter: {
+      const double block = kind == OpKind::alltoallv ? S / n : S;
+      c.predicted_us = a * (1 + 0.5 * (n - 2)) + (n - 1) * block * b;
+      break;
+    }
+    case OpKind::barrier:
+      c.predicted_us = d * a;
+      break;
+    case OpKind::send:
+    case OpKind::recv:
+      c.chunk_bytes = best_chunk(a, b, 1, S);
+      c.predicted_us = a + S * b;
+      break;
+  }
+  return c;
+}
+
+AlgorithmSelector::Choice AlgorithmSelector::choose(OpKind kind, size_t bytes) const {
+  Algorithm forced = forced_.forced(kind);
+  if (forced == Algorithm::automatic && kind == OpKind::allgatherv)
+    forced = forced_.forced(OpKind::allgather);
+  if (forced == Algorithm::automatic && kind == OpKind::alltoallv)
+    forced = forced_.forced(OpKind::alltoall);
+  if (forced != Algorithm::automatic && supports(kind, forced)) return predict(kind, forced, bytes);
+  Choice best = predict(kind, default_algorithm(kind), bytes);
+  for (int i = 1; i < kNumAlgorithms; ++i) {
+    const auto algo = static_cast<Algorithm>(i);
+    if (algo == best.algo || !supports(kind, algo)) continue;
+    Choice c = predict(kind, algo, bytes);
+    if (c.predicted_us < best.predicted_us) best = c;
+  }
+  return best;
+}
+
+}  // namespace hcomm::coll

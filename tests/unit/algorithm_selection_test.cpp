@@ -1,0 +1,77 @@
+// HCOMM_ALGO parsing and the cost model's choices.
+#include <doctest/doctest.h>
+
+#include "collectives/algorithm_choice.hpp"
+#include "collectives/algorithm_selector.hpp"
+#include "collectives/algorithms.hpp"
+
+using namespace hcomm;
+using namespace hcomm::coll;
+
+TEST_CASE("HCOMM_ALGO: per operation, bare names, and errors that say what is wrong") {
+  auto c = AlgorithmChoice::parse("allreduce=ring; broadcast=tree,reduce_scatter=direct");
+  REQUIRE(c.ok());
+  CHECK(c->forced(OpKind::allreduce) == Algorithm::ring);
+  CHECK(c->forced(OpKind::broadcast) == Algorithm::tree);
+  CHECK(c->forced(OpKind::reduce_scatter) == Algorithm::direct);
+  CHECK(c->forced(OpKind::allgather) == Algorithm::automatic);
+
+  auto bare = AlgorithmChoice::parse("TREE");
+  REQUIRE(bare.ok());
+  CHECK(bare->forced(OpKind::allreduce) == Algorithm::tree);
+  CHECK(bare->forced(OpKind::reduce) == Algorithm::tree);
+  CHECK(bare->forced(OpKind::allgather) == Algorithm::automatic);  // has no tree
+
+  CHECK(AlgorithmChoice::parse("").ok());
+  CHECK(AlgorithmChoice::parse("allreduce=auto").ok());
+  for (const char* bad :
+       {"allreduce=bogus", "gather=ring", "frobnicate=ring", "ring=allreduce", ";;=;"}) {
+    auto r = AlgorithmChoice::parse(bad);
+    CHECK_FALSE(r.ok());
+    if (!r.ok()) {
+      CHECK(r.status().code() == HCOMM_ERR_INVALID_ARG);
+      CHECK(r.status().message().find("HCOMM_ALGO") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("cost model: few rounds for small messages, bandwidth for large ones") {
+  LinkCost loopback;  // the built-in figures
+  for (int n : {3, 4, 5, 8}) {
+    AlgorithmSelector sel(n, loopback, {}, 0);
+    auto small = sel.choose(OpKind::allreduce, 8);
+    auto large = sel.choose(OpKind::allreduce, 64u << 20);
+    CAPTURE(n);
+    CHECK(small.algo != Algorithm::ring);
+    CHECK(large.algo != Algorithm::rd);
+    CHECK(small.algo != large.algo);
+    CHECK(large.chunk_bytes >= 16 * 1024);
+    CHECK(large.chunk_bytes <= 4 * 1024 * 1024);
+    CHECK(large.chunk_bytes % 4096 == 0);
+    // The choice is the cheapest prediction among the supported algorithms.
+    for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rd, Algorithm::hd}) {
+      CHECK(sel.predict(OpKind::allreduce, a, 8).predicted_us >= small.predicted_us);
+      CHECK(sel.predict(OpKind::allreduce, a, 64u << 20).predicted_us >= large.predicted_us);
+    }
+  }
+  // Every kind gets a supported algorithm, at every size, for every world size.
+  for (int n = 1; n <= 9; ++n) {
+    AlgorithmSelector sel(n, loopback, {}, 0);
+    for (int k = 1; k < kNumOpKinds; ++k)
+      for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 20, size_t{1} << 28}) {
+        auto kind = static_cast<OpKind>(k);
+        auto c = sel.choose(kind, bytes);
+        CHECK((c.algo == Algorithm::automatic || supports(kind, c.algo)));
+        CHECK(c.chunk_bytes > 0);
+      }
+  }
+}
+
+TEST_CASE("forced algorithms and chunk sizes win over the model") {
+  auto forced = AlgorithmChoice::parse("allreduce=ring;allgather=direct");
+  REQUIRE(forced.ok());
+  AlgorithmSelector sel(4, LinkCost{}, forced.value(), 24);
+  CHECK(sel.choose(OpKind::allreduce, 8).algo == Algorithm::ring);
+  CHECK(sel.choose(OpKind::allreduce, 8).chunk_bytes == 24);
+  CHECK(sel.choose(OpKind::allgatherv, 1 << 20).algo == Algorithm::direct);  // the V form follows
+}
