@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# compare_peers.sh: hcomm against Open MPI and Gloo, side by side, on one host over TCP loopback.
+#
+# Usage: bench/compare_peers.sh [-r ROUNDS] [-n RANKS] [-o OPS] [-b MIN] [-e MAX] [-f FACTOR]
+#                               [-J SUMMARY.json]
+#   -r ROUNDS  rounds of alternating hcomm, MPI and Gloo runs, at least 3 (default 3)
+#   -n RANKS   ranks per run (default 2)
+#   -o OPS     comma-separated, of allreduce, broadcast, allgather (default: all three)
+#   -b MIN, -e MAX, -f FACTOR
+#              sizes in bytes: MIN, MIN*FACTOR, ... up to MAX, plus MAX, 64 KiB and 1 MiB when
+#              within MIN..MAX (default 8, 64 MiB, 8: 8 B, 64 B, ... 16 MiB, 64 KiB, 1 MiB, 64 MiB)
+#   -J FILE    also write the table's numbers as JSON
+#
+# Installs what is missing (openmpi-bin libopenmpi-dev libgloo-dev python3), brings build/ up to
+# date (scripts/setup.sh), builds bench/build/mpi_bench (bench/peers/mpi_bench.c, mpicc) and
+# bench/build/gloo_bench (bench/peers/gloo_bench.cpp, -lgloo), then, per round, op and size, runs
+# hcomm-bench, mpi_bench and gloo_bench one after the other (starting with a different one each
+# round): alternating spreads a shared machine's slow spells over all three.
+#
+# All three time alike (bench/peers/timing.h, tools/hcomm_bench.cpp): float32 sum, warm-up
+# iterations, a barrier, then iterations back to back, each timed alone; a run's time is the
+# slowest rank's median iteration. Iterations scale with size: 256 MiB / BYTES, within 10..200,
+# plus a tenth as warm-up (at least 2). Each run then checks one more iteration element by
+# element. The table (bench/peers/summarize.py) shows the median over rounds per library and
+# Gloo allreduce algorithm (ring, halving_doubling, bcube; bcube only for an even rank count),
+# the ratios hcomm/MPI and hcomm/best Gloo algorithm (> 1: hcomm is slower), and wrong elements
+# summed over rounds. Allgather sizes are the whole receive buffer, as in nccl-tests.
+#
+# MPI runs with `--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1` (TCP over loopback,
+# no shared memory: the path hcomm's TCP transport takes); Gloo uses its TCP transport on
+# 127.0.0.1. A run that fails is shown with its command and output and marked FAIL, and the
+# script exits 1, as it does when any result is wrong. Each run's JSON stays in bench/build/runs/.
+set -euo pipefail
+
+rounds=3
+ranks=2
+ops=allreduce,broadcast,allgather
+min_bytes=8
+max_bytes=$((64 << 20))
+factor=8
+summary_json=""
+run_timeout_s=300
+while getopts "r:n:o:b:e:f:J:h" opt; do
+  case "$opt" in
+    r) rounds=$OPTARG ;;
+    n) ranks=$OPTARG ;;
+    o) ops=$OPTARG ;;
+    b) min_bytes=$OPTARG ;;
+    e) max_bytes=$OPTARG ;;
+    f) factor=$OPTARG ;;
+    J) summary_json=$(realpath -m "$OPTARG") ;;
+    *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print substr($0, 3) }' "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+usage_error() { echo "compare_peers.sh: $1 (-h for help)" >&2; exit 2; }
+[[ $# -eq 0 ]] || usage_error "unexpected argument $1"
+for v in "$rounds" "$ranks" "$min_bytes" "$max_bytes" "$factor"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || usage_error "not a positive integer: $v"
+done
+((rounds >= 3)) || usage_error "-r: at least 3 rounds, so that a median means something"
+((factor >= 2 && min_bytes <= max_bytes)) || usage_error "need FACTOR >= 2 and MIN <= MAX"
+((min_bytes % 4 == 0 && max_bytes % 4 == 0)) || usage_error "sizes are float32: multiples of 4"
+IFS=, read -ra op_list <<<"$ops"
+for op in "${op_list[@]}"; do
+  [[ $op =~ ^(allreduce|broadcast|allgather)$ ]] || usage_error "unknown op $op"
+done
+
+# The sweep, plus the sizes the README quotes, which a sweep by 8 from 8 would step over.
+sizes=()
+for ((b = min_bytes; b <= max_bytes; b *= factor)); do sizes+=("$b"); done
+for b in 65536 1048576 "$max_bytes"; do
+  ((b >= min_bytes && b <= max_bytes)) && sizes+=("$b")
+done
+mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -nu)
+
+bench_dir=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$bench_dir")
+peers="$bench_dir/peers"
+out="$bench_dir/build"
+runs="$out/runs"
+mkdir -p "$out"
+rm -rf "$runs"
+mkdir "$runs"
+
+# The peers, from Debian's packages; the hcomm build is incremental.
+missing=()
+for p in openmpi-bin libopenmpi-dev libgloo-dev python3; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  echo "compare_peers: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+bash "$root/scripts/setup.sh" >&2  # stdout: the table only
+hcomm_run="$root/build/tools/hcomm-run"
+hcomm_bench="$root/build/tools/hcomm-bench"
+# Rebuilt only when a source is newer: the Gloo program takes seconds to compile.
+if [[ ! $out/mpi_bench -nt $peers/mpi_bench.c || ! $out/mpi_bench -nt $peers/timing.h ]]; then
+  mpicc -O2 -Wall -Wextra "$peers/mpi_bench.c" -o "$out/mpi_bench"
+fi
+if [[ ! $out/gloo_bench -nt $peers/gloo_bench.cpp || ! $out/gloo_bench -nt $peers/timing.h ]]; then
+  g++ -O2 -std=c++17 -Wall -Wextra "$peers/gloo_bench.cpp" -lgloo -pthread -o "$out/gloo_bench"
+fi
+
+# run LIB OP BYTES ROUND: one launch, which leaves $runs/ROUND.LIB.OP.BYTES.json; on failure
+# shows the command and its output and sets status=1.
+status=0
+run() {
+  local lib=$1 op=$2 bytes=$3 round=$4 iters warmup json store="" cmd output rc=0
+  json="$runs/$round.$lib.$op.$bytes.json"
+  iters=$(((256 << 20) / bytes))
+  ((iters < 10)) && iters=10
+  ((iters > 200)) && iters=200
+  warmup=$((iters / 10 > 2 ? iters / 10 : 2))
+  case $lib in
+    hcomm)
+      cmd=("$hcomm_run" -n "$ranks" --timeout "$run_timeout_s" "$hcomm_bench" "$op" -b "$bytes"
+        -e "$bytes" -f 2 -n "$iters" -w "$warmup" -c 1 -d float32 -o sum -r 0 -J "$json") ;;
+    mpi)
+      # shellcheck disable=SC2054 # "self,tcp" is one mpirun argument
+      cmd=(timeout "$run_timeout_s" mpirun --allow-run-as-root --oversubscribe -np "$ranks"
+        --mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1
+        "$out/mpi_bench" "$op" "$bytes" -n "$iters" -w "$warmup" -J "$json") ;;
+    gloo)
+      store=$(mktemp -d)  # Gloo's rendezvous; must start empty
+      cmd=("$hcomm_run" -n "$ranks" --timeout "$run_timeout_s" "$out/gloo_bench" "$op" "$bytes"
+        -n "$iters" -w "$warmup" -J "$json" -S "$store") ;;
+  esac
+  output=$("${cmd[@]}" 2>&1) || rc=$?
+  [[ -z $store ]] || rm -rf "$store"
+  if ((rc != 0)) || [[ ! -s $json ]]; then
+    status=1
+    printf '%s run FAILED (exit %d): %s\n%s\n' "$lib" "$rc" "${cmd[*]}" "$output" >&2
+  fi
+}
+
+libs=(hcomm mpi gloo)
+for ((round = 1; round <= rounds; ++round)); do
+  for op in "${op_list[@]}"; do
+    for bytes in "${sizes[@]}"; do
+      # Each round starts with another library, so none always runs first (or after another).
+      for ((k = 0; k < ${#libs[@]}; ++k)); do
+        run "${libs[(round + k) % ${#libs[@]}]}" "$op" "$bytes" "$round"
+      done
+    done
+  done
+  echo "round $round/$rounds done" >&2
+done
+
+summary_args=(--runs "$runs" --rounds "$rounds" --ranks "$ranks" --ops "$ops")
+[[ -z $summary_json ]] || summary_args+=(--json "$summary_json")
+python3 "$peers/summarize.py" "${summary_args[@]}" "${sizes[@]}" || status=1
+exit $status
