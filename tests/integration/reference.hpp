@@ -4,6 +4,7 @@
 // bfloat16 here is deliberately separate from the library's converters.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -183,14 +184,49 @@ inline double expected_reduction(int size, size_t i, ReduceOp op, DataType t) {
   return acc;
 }
 
-/// Tolerance for comparing a result of type t: exact, except the rounding of avg's division.
-inline double tolerance(double expected, ReduceOp op, DataType t) {
+/// Unit roundoff u of a floating type (half an ulp of 1: 2^-p for p significand bits); 0 for the
+/// integer types, whose reductions are exact (with wrap-around, never reached by these inputs).
+inline double unit_roundoff(DataType t) {
+  switch (t) {
+    case DataType::float16:
+      return std::ldexp(1.0, -11);
+    case DataType::bfloat16:
+      return std::ldexp(1.0, -8);
+    case DataType::float32:
+      return std::ldexp(1.0, -24);
+    case DataType::float64:
+      return std::ldexp(1.0, -53);
+    default:
+      return 0;
+  }
+}
+
+/// Bound on |result - expected| for a reduction with `op` over `size` ranks at element i, derived
+/// from the operations a reduction order may perform rather than from a blanket epsilon:
+/// - sum, prod, min, max: every input is a small integer and every partial result (in any
+///   order, any tree) is an integer of magnitude <= sum over ranks of |x_r| (prod: <= 2^size),
+///   exactly representable in every type: exact, tolerance 0.
+/// - avg, integer types: two's-complement sum then truncating division: exact.
+/// - avg, floating types: either the exact sum divided once (one rounding: u * |S| / n), or each
+///   input divided first (n roundings of x_r / n) then summed in any order (n - 1 roundings of a
+///   partial sum bounded by A = sum |x_r| / n). Both are within n * u * A * (1 + n * u), which
+///   is the bound used; a result with more error than that is wrong, not unlucky.
+inline double tolerance(int size, size_t i, ReduceOp op, DataType t) {
   if (op != ReduceOp::avg || is_integer(t)) return 0;
-  double rel = t == DataType::float16    ? 1.0 / 1024
-               : t == DataType::bfloat16 ? 1.0 / 128
-               : t == DataType::float32  ? 1e-6
-                                         : 1e-12;
-  return std::fabs(expected) * rel + 1e-12;
+  double abs_sum = 0;
+  for (int r = 0; r < size; ++r) abs_sum += std::fabs(input_value(r, i, op, t));
+  const double u = unit_roundoff(t), n = size;
+  return n * u * (abs_sum / n) * (1 + n * u);
+}
+
+/// Payload of the data-movement collectives (broadcast, allgather(v), alltoall(v), gather,
+/// scatter, send/recv): what rank `src` sends to rank `dst` at element i. Integers in [-50, 50]
+/// ([0, 100] for uint8), exact in every type; the period in i (101) and the dependence on both
+/// ranks make a misplaced, shifted or mis-routed block visible.
+inline int payload_value(int src, int dst, size_t i, DataType t) {
+  int v = static_cast<int>((static_cast<size_t>(src) * 37 + static_cast<size_t>(dst) * 11 + i * 5) %
+                           101);
+  return t == DataType::uint8 ? v : v - 50;
 }
 
 }  // namespace hcomm_test
