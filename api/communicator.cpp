@@ -19,8 +19,10 @@ class CommunicatorImpl::EngineDriver final : public ProgressDriver {
  public:
   EngineDriver(actors::CommunicatorControl& control, std::chrono::microseconds spin)
       : control_(control), spin_(spin) {}
+  /// Whether a waiting thread drives at all (else it leaves progress to the engine thread).
+  bool spins() const { return spin_.count() > 0; }
   void drive(const Completion& c, std::chrono::steady_clock::time_point deadline) override {
-    if (spin_.count() <= 0) return;
+    if (!spins()) return;
     auto until = std::min(deadline, std::chrono::steady_clock::now() + spin_);
     control_.drive_until([&c] { return c.done(); }, until);
   }
@@ -44,7 +46,7 @@ std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
   // With a core per local rank, a waiter busy polls long enough to cover a mid-size operation;
   // with more ranks than cores, spinning takes the core a peer needs to answer.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::chrono::microseconds(static_cast<unsigned>(local_ranks) <= cores ? 500 : 20);
+  return std::chrono::microseconds(static_cast<unsigned>(local_ranks) <= cores ? 500 : 0);
 }
 
 }  // namespace
@@ -106,7 +108,7 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
 }
 
 Status CommunicatorImpl::run(coll::OperationPtr op) {
-  return submit(std::move(op), true).wait(cfg_.op_timeout);
+  return submit(std::move(op), driver_->spins()).wait(cfg_.op_timeout);
 }
 
 Work CommunicatorImpl::combine(const std::vector<Work>& works) {

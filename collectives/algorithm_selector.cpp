@@ -15,6 +15,16 @@ constexpr double kMinChunk = 16 * 1024;
 constexpr double kMaxChunk = 4 * 1024 * 1024;
 // Algorithms that are not pipelined run with chunks this large: one frame per piece.
 constexpr size_t kUnpipelinedChunk = 4 * 1024 * 1024;
+// A message's own cost (headers, syscalls, matching) as a share of alpha, which also counts
+// the wire's latency: what each extra chunk of a ring step adds.
+constexpr double kMessageShare = 0.2;
+
+/// A ring step's chunk: about a quarter of the step, within [64 KiB, 1 MiB].
+size_t ring_chunk(double step_bytes) {
+  const double c = std::clamp(step_bytes / 4, 64.0 * 1024, 1024.0 * 1024);
+  const size_t page = 4096;
+  return (static_cast<size_t>(c) + page - 1) / page * page;
+}
 
 int ceil_log2(int n) {
   int l = 0;
@@ -59,11 +69,22 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
   const int n = n_;
   const double d = ceil_log2(n);
   Choice c{algo, chunk_override_ != 0 ? chunk_override_ : kUnpipelinedChunk, 0.0};
+  // Stages on different links (a chain, a tree): chunk k+1 crosses one link while chunk k
+  // crosses the next, so the time is (stages + chunks - 1) chunk times.
   auto pipeline = [&](double stages, double bytes, double per_byte) {
     c.chunk_bytes = best_chunk(a, per_byte, stages, bytes);
     const double chunk = std::max(1.0, std::min(bytes, static_cast<double>(c.chunk_bytes)));
     const double m = std::max(1.0, std::ceil(bytes / chunk));
     c.predicted_us = (stages + m - 1) * (a + chunk * per_byte);
+  };
+  // A ring: every step crosses the same link out of each rank, so the bytes add up whatever the
+  // chunking; chunks (a few per step) let reductions overlap the transfer and cost a message
+  // each.
+  auto ring = [&](double steps, double step_bytes, double per_byte) {
+    c.chunk_bytes = chunk_override_ != 0 ? chunk_override_ : ring_chunk(step_bytes);
+    const double m = std::max(1.0, std::ceil(step_bytes / static_cast<double>(c.chunk_bytes)));
+    c.predicted_us =
+        steps * a + steps * (m - 1) * a * kMessageShare + steps * step_bytes * per_byte;
   };
   if (n == 1) return c;
   const int p = 1 << floor_log2(n);  // the power of two that recursive algorithms fold onto
@@ -72,10 +93,12 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
     case OpKind::allreduce:
       switch (algo) {
         case Algorithm::ring:
-          pipeline(2.0 * (n - 1), S / n, b + g / 2);
+          ring(2.0 * (n - 1), S / n, b + g / 2);
           break;
-        case Algorithm::tree:  // two trees of depth ~log2 n, each with half; up then down
-          pipeline(2.0 * d, S / 2, 2 * b + g);
+        case Algorithm::tree:
+          // Two trees of depth ~log2 n, each with half, up then down; per chunk a rank moves
+          // three chunks: two children's and its parent's in one tree, its own in the other.
+          pipeline(2.0 * d, S / 2, 3 * b + g);
           break;
         case Algorithm::rd:
           c.predicted_us = (floor_log2(n) + (folded ? 2 : 0)) * (a + S * b) +
@@ -106,7 +129,7 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
       const double per_byte = kind == OpKind::reduce_scatter ? b + g : b;
       const double block = kind == OpKind::allgatherv ? S / n : S;
       if (algo == Algorithm::ring) {
-        pipeline(n - 1.0, block, per_byte);
+        ring(n - 1.0, block, per_byte);
       } else {  // direct: n-1 messages leave at once and share the sender
         c.predicted_us = a * (1 + 0.5 * (n - 2)) + (n - 1) * block * per_byte;
       }
