@@ -179,6 +179,8 @@ void TcpLink::post_recv(RecvRequest* request) {
   auto it = unexpected_.find(request->key);
   if (it == unexpected_.end()) {
     if (!error_.ok()) return request->on_received(error_);
+    for (auto& stream : streams_)
+      if (stream && stream->claim(request)) return;
     posted_[request->key] = request;
     return;
   }

@@ -17,6 +17,10 @@ constexpr size_t kRxBuffer = 256 * 1024;
 // it, straight into its destination.
 constexpr size_t kDirectThreshold = 16 * 1024;
 constexpr size_t kMaxControlPayload = 64 * 1024;
+// Frames at least this large that arrive before their receive are held in the socket (hold()),
+// for at most kHoldFor.
+constexpr size_t kHoldThreshold = 64 * 1024;
+constexpr auto kHoldFor = std::chrono::microseconds(200);
 constexpr int kMaxIov = 64;
 constexpr size_t kHeader = sizeof(FrameHeader);
 }  // namespace
@@ -34,6 +38,8 @@ TcpStream::~TcpStream() {
 void TcpStream::shut(const Status& status, const Status& send_status) {
   if (dead_) return;
   dead_ = true;
+  if (hold_timer_ != 0) engine_.cancel_timer(hold_timer_);
+  hold_timer_ = 0;
   engine_.remove_fd(fd_);
   close(fd_);
   std::deque<SendRequest*> failed;
@@ -63,7 +69,8 @@ void TcpStream::finish_sending() {
 }
 
 void TcpStream::update_interest() {
-  if (!dead_) engine_.modify_fd(fd_, EPOLLIN | (want_write_ ? EPOLLOUT : 0u));
+  const uint32_t in = target_ == Target::held ? 0u : EPOLLIN;
+  if (!dead_) engine_.modify_fd(fd_, in | (want_write_ ? EPOLLOUT : 0u));
 }
 
 void TcpStream::flush() {
@@ -176,6 +183,7 @@ void TcpStream::read_some() {
 
 bool TcpStream::process_buffer() {
   while (!dead_) {
+    if (target_ == Target::held) return false;
     size_t avail = rx_end_ - rx_begin_;
     if (!in_payload_) {
       if (avail < kHeader) return true;
@@ -220,20 +228,56 @@ void TcpStream::start_payload() {
   } else if (owner_.drop(header_)) {
     target_ = Target::discard;
   } else if (RecvRequest* r = owner_.match(header_)) {
-    Status st = r->accept(header_);
-    if (!st.ok()) {
-      target_ = Target::discard;
-      r->on_received(st);
-    } else {
-      request_ = r;
-      direct_ = static_cast<std::byte*>(r->destination());
-      target_ = direct_ != nullptr ? Target::direct : Target::pieces;
-    }
+    take(r);
+  } else if (header_.length >= kHoldThreshold) {
+    hold();
   } else {
     target_ = Target::unexpected;
     unexpected_ = owner_.take_payload(header_.length);
   }
   if (header_.length == 0) finish_payload();
+}
+
+void TcpStream::take(RecvRequest* r) {
+  Status st = r->accept(header_);
+  if (!st.ok()) {
+    target_ = Target::discard;
+    r->on_received(st);
+  } else {
+    request_ = r;
+    direct_ = static_cast<std::byte*>(r->destination());
+    target_ = direct_ != nullptr ? Target::direct : Target::pieces;
+  }
+}
+
+void TcpStream::hold() {
+  target_ = Target::held;
+  update_interest();
+  hold_timer_ = engine_.add_timer(ProgressEngine::Clock::now() + kHoldFor, [this] {
+    hold_timer_ = 0;
+    stop_holding();
+  });
+}
+
+void TcpStream::stop_holding() {
+  if (dead_ || target_ != Target::held) return;
+  target_ = Target::unexpected;
+  unexpected_ = owner_.take_payload(header_.length);
+  resume();
+}
+
+bool TcpStream::claim(RecvRequest* request) {
+  if (dead_ || target_ != Target::held || !(MatchKey::of(header_) == request->key)) return false;
+  engine_.cancel_timer(hold_timer_);
+  hold_timer_ = 0;
+  take(request);
+  resume();
+  return true;
+}
+
+void TcpStream::resume() {
+  update_interest();
+  read_some();
 }
 
 void TcpStream::deliver(const std::byte* data, size_t bytes) {

@@ -50,14 +50,25 @@ class TcpStream final : public FdHandler {
   void finish_sending();
 
   void on_events(int fd, uint32_t events) override;
+  /// If this stream holds back the payload of a frame `request` matches (see hold()), hands it
+  /// to `request` and resumes reading; false otherwise.
+  bool claim(RecvRequest* request);
 
  private:
-  enum class Target { none, direct, pieces, unexpected, control, discard };
+  enum class Target { none, direct, pieces, unexpected, held, control, discard };
 
   void flush();
   void read_some();
   bool process_buffer();
   void start_payload();
+  void take(RecvRequest* request);
+  /// A large frame nobody waits for yet: leave its payload in the socket for a moment, so that
+  /// the receive, usually posted microseconds later, gets it straight into its destination
+  /// instead of through a buffer and a copy. Bounded, so that a receive that can only be posted
+  /// after a later frame of this stream arrives still gets it (then through a buffer).
+  void hold();
+  void stop_holding();
+  void resume();
   void deliver(const std::byte* data, size_t bytes);
   void finish_payload();
   void update_interest();
@@ -85,6 +96,7 @@ class TcpStream final : public FdHandler {
   RecvRequest* request_ = nullptr;
   std::byte* direct_ = nullptr;
   Payload unexpected_;
+  ProgressEngine::TimerId hold_timer_ = 0;
   std::string control_;
 };
 
