@@ -261,6 +261,9 @@ void TcpStream::hold() {
 
 void TcpStream::stop_holding() {
   if (dead_ || target_ != Target::held) return;
+  HCOMM_LOG(debug, log::kNet, "%s: no receive for op %llu step %u chunk %u within the hold",
+            name_.c_str(), static_cast<unsigned long long>(header_.op_seq), header_.step,
+            header_.chunk);
   target_ = Target::unexpected;
   unexpected_ = owner_.take_payload(header_.length);
   resume();
