@@ -25,7 +25,7 @@ struct PlanContext {
 std::vector<std::pair<size_t, size_t>> split_chunks(size_t offset, size_t bytes, size_t chunk_bytes,
                                                     size_t elem, bool at_least_one = false);
 
-// ---- allreduce
+// ---- allreduce (plan() handles count 0 and a single rank; the builders see neither)
 /// Reduce-scatter then allgather around a ring; each segment pipelined in chunks. Bandwidth
 /// optimal (2(n-1)/n of the data crosses each link); results are bit-identical on every rank.
 struct RingAllreduce {

@@ -10,12 +10,7 @@
 namespace hcomm::coll {
 
 void HalvingDoublingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
-  const size_t esize = dtype_size(op.dtype), total = op.count * esize;
-  if (total == 0) return;
-  if (ctx.size == 1) {
-    if (op.send != op.recv) s.copy(op.recv, op.send, total);
-    return;
-  }
+  const size_t esize = dtype_size(op.dtype);
   const PowerOfTwoFold fold(ctx.rank, ctx.size);
   const int p = fold.p, rounds = fold.rounds;
 

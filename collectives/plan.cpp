@@ -115,6 +115,12 @@ Algorithm default_algorithm(OpKind kind) {
 
 Schedule plan(const Operation& op, const PlanContext& ctx) {
   Schedule s;
+  // An allreduce of nothing, or on one rank, is the same for every algorithm: done here once,
+  // so the allreduce builders only see count > 0 and two ranks or more.
+  if (op.kind == OpKind::allreduce && (op.count == 0 || ctx.size == 1)) {
+    if (op.count > 0 && op.send != op.recv) s.copy(op.recv, op.send, op.agreed_bytes());
+    return s;
+  }
   const Algorithm algo = op.algo == Algorithm::automatic ? default_algorithm(op.kind) : op.algo;
   if (Builder build = builder(op.kind, algo)) build(op, ctx, s);
   return s;

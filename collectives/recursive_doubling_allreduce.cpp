@@ -11,11 +11,6 @@ namespace hcomm::coll {
 
 void RecursiveDoublingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype), total = op.count * esize;
-  if (total == 0) return;
-  if (ctx.size == 1) {
-    if (op.send != op.recv) s.copy(op.recv, op.send, total);
-    return;
-  }
   const PowerOfTwoFold fold(ctx.rank, ctx.size);
   const uint32_t back_tag = static_cast<uint32_t>(fold.rounds + 1);
   std::byte* scratch = fold.id >= 0 ? s.scratch(total) : nullptr;

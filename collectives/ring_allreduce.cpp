@@ -13,11 +13,6 @@ namespace hcomm::coll {
 void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
   const size_t esize = dtype_size(op.dtype);
-  if (op.count == 0) return;
-  if (n == 1) {
-    if (op.send != op.recv) s.copy(op.recv, op.send, op.count * esize);
-    return;
-  }
   const int right = (r + 1) % n, left = (r + n - 1) % n;
   auto seg_begin = [&](int i) {  // first element of segment i
     size_t base = op.count / static_cast<size_t>(n), extra = op.count % static_cast<size_t>(n);

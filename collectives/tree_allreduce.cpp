@@ -10,11 +10,6 @@ namespace hcomm::coll {
 
 void TreeAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype);
-  if (op.count == 0) return;
-  if (ctx.size == 1) {
-    if (op.send != op.recv) s.copy(op.recv, op.send, op.count * esize);
-    return;
-  }
   const size_t half = op.count / 2 * esize;
   const std::pair<size_t, size_t> halves[2] = {{0, half}, {half, op.count * esize - half}};
   for (int tree = 0; tree < 2; ++tree) {
