@@ -17,7 +17,7 @@
 # hcomm-bench, mpi_bench and gloo_bench one after the other (starting with a different one each
 # round): alternating spreads a shared machine's slow spells over all three.
 #
-# All three time alike (bench/peers/timing.h, tools/hcomm_bench.cpp): float32 sum, warm-up
+# All three time alike (bench/peers/timing.h, tools/bench/runner.cpp): float32 sum, warm-up
 # iterations, a barrier, then iterations back to back, each timed alone; a run's time is the
 # slowest rank's median iteration. Iterations scale with size: 256 MiB / BYTES, within 10..200,
 # plus a tenth as warm-up (at least 2). Each run then checks one more iteration element by

@@ -1,0 +1,43 @@
+// The table of operations hcomm-bench runs: for each, its buffers, input, expected result,
+// bus-bandwidth factor and how to start it through the public API.
+#pragma once
+
+#include <hcomm/hcomm.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/reference.hpp"
+
+namespace hcomm::bench {
+
+// One rank's buffers for one Case: the storage owns them; send and recv are what the call gets.
+struct Buffers {
+  std::vector<uint64_t> send_storage, recv_storage;  // uint64_t: aligned for every dtype
+  size_t send_elems = 0, recv_elems = 0;
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+// One operation: its geometry, how to start it, and where its result comes from. Element counts
+// of 0 mean "no buffer on this rank" (the API lets non-roots pass nullptr there).
+struct OpSpec {
+  const char* name;
+  bool reduces;  // takes -o (else the redop column says "none", as in nccl-tests)
+  bool rooted;   // takes -r (else the root column says -1)
+  bool blocked;  // the buffer is world_size blocks of `count` elements
+  double (*bus_factor)(int n);
+  size_t (*send_elems)(const Case&);
+  size_t (*recv_elems)(const Case&);
+  double (*send_value)(const Case&, size_t k);  // input element k of this rank
+  double (*expected)(const Case&, size_t k);    // result element k of this rank
+  bool recv_is_root_input;                      // broadcast: the root's buffer is its input
+  Work (*start)(Communicator&, const Case&, const Buffers&);
+};
+
+// nullptr for an unknown name.
+const OpSpec* find_op(const std::string& name);
+
+}  // namespace hcomm::bench

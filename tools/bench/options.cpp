@@ -1,0 +1,189 @@
+// hcomm-bench's command line: getopt parsing with nccl-tests' flags, checked strictly (a bad
+// value is a usage error, never a guess), and the sweep of sizes the flags describe.
+#include "bench/options.hpp"
+
+#include <getopt.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+
+namespace hcomm::bench {
+namespace {
+
+const char kUsage[] =
+    "usage: hcomm-bench [OP] [flags]\n"
+    "OP: allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall, gather,\n"
+    "    scatter, sendrecv (rank r sends to r+1 and receives from r-1), barrier\n"
+    "  -b, --minbytes N      smallest size (default 8); K, M, G suffixes (x1024)\n"
+    "  -e, --maxbytes N      largest size (default 64M)\n"
+    "  -f, --stepfactor N    multiply the size by N between sizes (default 2)\n"
+    "  -i, --stepbytes N     add N bytes between sizes instead (nonzero overrides -f)\n"
+    "  -n, --iters N         timed iterations per size (default 20)\n"
+    "  -w, --warmup_iters N  warm-up iterations per size (default 5)\n"
+    "  -c, --check 0|1       verify every element of the result (default 1)\n"
+    "  -d, --datatype T      int8/char, uint8, int32/int, int64, float16/half, bfloat16,\n"
+    "                        float32/float, float64/double (default float32)\n"
+    "  -o, --op R            sum (default), prod, min, max, avg\n"
+    "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
+    "  -a, --algo A          force the algorithm: ring, tree, rd, hd, direct, auto\n"
+    "  -J, --json FILE       also write the results as JSON (rank 0)\n"
+    "  -h, --help            this text\n"
+    "Sizes follow nccl-tests: size(B) is the larger of the send and the receive buffer of one\n"
+    "rank, rounded down to a multiple of the element size (for allgather, reduce_scatter,\n"
+    "alltoall, gather and scatter: of world_size elements); count is the count argument of the\n"
+    "call, i.e. elements per rank block for those five and size/element size otherwise.\n"
+    "algbw = size / time (1 GB = 1e9 B); busbw = algbw * 2(n-1)/n for allreduce, (n-1)/n for\n"
+    "allgather, reduce_scatter and alltoall, 1 otherwise. time is the largest over ranks of each\n"
+    "rank's median iteration. Exit status: 0, 1 when a result is wrong or an operation fails,\n"
+    "2 on bad usage.\n";
+
+// "64M" -> 67108864. Rejects signs, junk and overflow rather than guessing.
+size_t parse_bytes(const char* flag, const char* s) {
+  if (!std::isdigit(static_cast<unsigned char>(*s)))
+    usage_error(std::string(flag) + ": not a size: '" + s + "'");
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  static const char kSuffixes[] = "KMG";  // x1024 each, as nccl-tests
+  const char* suffix = *end == '\0'
+                           ? nullptr
+                           : std::strchr(kSuffixes, std::toupper(static_cast<unsigned char>(*end)));
+  const unsigned shift = suffix == nullptr ? 0 : 10 * static_cast<unsigned>(suffix - kSuffixes + 1);
+  if (suffix != nullptr) ++end;
+  if (errno != 0 || *end != '\0' || v > (std::numeric_limits<size_t>::max() >> shift))
+    usage_error(std::string(flag) + ": not a size: '" + s + "'");
+  return static_cast<size_t>(v) << shift;
+}
+
+long parse_int(const char* flag, const char* s, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+    usage_error(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "], got '" + s + "'");
+  return v;
+}
+
+DataType parse_dtype_arg(const char* s) {
+  DataType t;
+  if (std::strcmp(s, "char") == 0) return DataType::int8;  // nccl-tests' name for int8
+  if (!hcomm::parse_dtype(s, &t)) usage_error(std::string("-d: unknown data type '") + s + "'");
+  return t;
+}
+
+constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "direct", "auto"};
+
+}  // namespace
+
+bool is_lead_rank() {
+  auto cfg = hcomm::Config::from_env();
+  return !cfg.ok() || cfg->rank <= 0;
+}
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  if (is_lead_rank()) std::fprintf(stderr, "hcomm-bench: %s (-h for help)\n", msg.c_str());
+  std::exit(kExitUsage);
+}
+
+Options parse_options(int argc, char** argv) {
+  static const option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
+                                 {"maxbytes", required_argument, nullptr, 'e'},
+                                 {"stepfactor", required_argument, nullptr, 'f'},
+                                 {"stepbytes", required_argument, nullptr, 'i'},
+                                 {"iters", required_argument, nullptr, 'n'},
+                                 {"warmup_iters", required_argument, nullptr, 'w'},
+                                 {"check", required_argument, nullptr, 'c'},
+                                 {"datatype", required_argument, nullptr, 'd'},
+                                 {"op", required_argument, nullptr, 'o'},
+                                 {"root", required_argument, nullptr, 'r'},
+                                 {"algo", required_argument, nullptr, 'a'},
+                                 {"json", required_argument, nullptr, 'J'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  Options o;
+  opterr = 0;  // our own messages, printed by one rank
+  int c;
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:a:J:h", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'b':
+        o.min_bytes = parse_bytes("-b", optarg);
+        break;
+      case 'e':
+        o.max_bytes = parse_bytes("-e", optarg);
+        break;
+      case 'f':
+        o.step_factor = static_cast<size_t>(parse_int("-f", optarg, 2, 1 << 20));
+        break;
+      case 'i':
+        o.step_bytes = parse_bytes("-i", optarg);
+        break;
+      case 'n':
+        o.iters = static_cast<int>(parse_int("-n", optarg, 1, 1 << 24));
+        break;
+      case 'w':
+        o.warmup = static_cast<int>(parse_int("-w", optarg, 0, 1 << 24));
+        break;
+      case 'c':
+        o.check = parse_int("-c", optarg, 0, 1) == 1;
+        break;
+      case 'd':
+        o.dtype = parse_dtype_arg(optarg);
+        break;
+      case 'o':
+        if (!hcomm::parse_reduce_op(optarg, &o.redop))
+          usage_error(std::string("-o: unknown reduce op '") + optarg + "'");
+        break;
+      case 'r':
+        o.root = static_cast<int>(parse_int("-r", optarg, 0, 1 << 30));
+        break;
+      case 'a':
+        if (std::find_if(std::begin(kAlgos), std::end(kAlgos), [](const char* a) {
+              return std::strcmp(a, optarg) == 0;
+            }) == std::end(kAlgos))
+          usage_error(std::string("-a: unknown algorithm '") + optarg +
+                      "' (ring, tree, rd, hd, direct, auto)");
+        o.algo = optarg;
+        break;
+      case 'J':
+        o.json_path = optarg;
+        break;
+      case 'h':
+        if (is_lead_rank()) std::fputs(kUsage, stdout);
+        std::exit(0);
+      case ':':
+        usage_error(std::string(argv[optind - 1]) + " needs a value");
+      default:
+        usage_error(std::string("unknown flag '") + argv[optind - 1] + "'");
+    }
+  }
+  if (optind < argc) o.op = argv[optind++];
+  if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (o.min_bytes > o.max_bytes) usage_error("-b is larger than -e");
+  if (o.min_bytes == 0 && o.step_bytes == 0) usage_error("-b 0 needs -i (0 * factor stays 0)");
+  return o;
+}
+
+std::vector<size_t> size_sweep(const Options& o) {
+  std::vector<size_t> sizes;
+  for (size_t s = o.min_bytes; s <= o.max_bytes;) {
+    sizes.push_back(s);
+    const size_t limit = std::numeric_limits<size_t>::max();
+    if (o.step_bytes != 0) {
+      if (s > limit - o.step_bytes) break;
+      s += o.step_bytes;
+    } else {
+      if (s > limit / o.step_factor) break;
+      s *= o.step_factor;
+    }
+  }
+  return sizes;
+}
+
+}  // namespace hcomm::bench

@@ -1,0 +1,44 @@
+// hcomm-bench's command line: the options, their parsing and the sweep of sizes they describe.
+// Usage errors end the process with kExitUsage, reported by one rank only.
+#pragma once
+
+#include <hcomm/hcomm.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hcomm::bench {
+
+constexpr int kExitWrong = 1;  // also: a library error
+constexpr int kExitUsage = 2;
+
+struct Options {
+  std::string op = "allreduce";
+  size_t min_bytes = 8;
+  size_t max_bytes = size_t{64} << 20;
+  size_t step_factor = 2;
+  size_t step_bytes = 0;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  DataType dtype = DataType::float32;
+  ReduceOp redop = ReduceOp::sum;
+  int root = 0;
+  std::string algo;  // empty: the library's choice
+  std::string json_path;
+};
+
+// Usage errors are reported by one rank only: every rank parses the same arguments. The rank is
+// read from the launcher's environment because the communicator does not exist yet.
+bool is_lead_rank();
+
+[[noreturn]] void usage_error(const std::string& msg);
+
+// Exits on a usage error, and after printing the usage text for -h.
+Options parse_options(int argc, char** argv);
+
+// The sizes to run, nccl-tests' loop: from -b while <= -e, times -f or plus -i.
+std::vector<size_t> size_sweep(const Options& o);
+
+}  // namespace hcomm::bench
