@@ -25,4 +25,22 @@ std::byte* reduce_scatter_result(const Operation& op, int rank) {
   return op.send == op.recv ? op.recv + send_block(op, rank).offset : op.recv;
 }
 
+void send_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, uint32_t step,
+                 const std::byte* data, size_t bytes, uint64_t offset, Schedule::Id after) {
+  const auto chunks = split_chunks(0, bytes, ctx.chunk_bytes, esize);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    auto [off, n] = chunks[c];
+    s.order(after, s.send(peer, step, static_cast<uint32_t>(c), data + off, n, offset + off));
+  }
+}
+
+void recv_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, uint32_t step,
+                 std::byte* data, size_t bytes, uint64_t offset, Schedule::Id after) {
+  const auto chunks = split_chunks(0, bytes, ctx.chunk_bytes, esize);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    auto [off, n] = chunks[c];
+    s.order(after, s.recv(peer, step, static_cast<uint32_t>(c), data + off, n, offset + off));
+  }
+}
+
 }  // namespace hcomm::coll

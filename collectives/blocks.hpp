@@ -5,7 +5,9 @@
 
 #include <cstddef>
 
+#include "collectives/algorithms.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/schedule.hpp"
 
 namespace hcomm::coll {
 
@@ -23,5 +25,15 @@ Block send_block(const Operation& op, int i);
 /// (the API's form), where it is this rank's block of send like in NCCL's form
 /// (recv == send + rank * block), so both forms leave it at the same place.
 std::byte* reduce_scatter_result(const Operation& op, int rank);
+
+/// `bytes` at `data` as one message to `peer`: chunks of ctx.chunk_bytes keyed (step, 0, 1, ...),
+/// started after `after`; `offset` is the block's place in the operation's buffer (for frame
+/// headers). The matching recv_chunks on the peer cuts the same bytes alike.
+void send_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, uint32_t step,
+                 const std::byte* data, size_t bytes, uint64_t offset,
+                 Schedule::Id after = Schedule::kNone);
+void recv_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, uint32_t step,
+                 std::byte* data, size_t bytes, uint64_t offset,
+                 Schedule::Id after = Schedule::kNone);
 
 }  // namespace hcomm::coll

@@ -12,19 +12,11 @@ void DirectAllgather::build(const Operation& op, const PlanContext& ctx, Schedul
   const Block mine = recv_block(op, r);
   if (mine.bytes > 0 && op.send != op.recv + mine.offset)
     s.copy(op.recv + mine.offset, op.send, mine.bytes);
-  const auto out_chunks = split_chunks(0, mine.bytes, ctx.chunk_bytes, esize);
   for (int k = 1; k < n; ++k) {
     const int to = (r + k) % n, from = (r - k + n) % n;
-    for (size_t c = 0; c < out_chunks.size(); ++c) {
-      auto [off, bytes] = out_chunks[c];
-      s.send(to, 0, static_cast<uint32_t>(c), op.send + off, bytes, mine.offset + off);
-    }
+    send_chunks(s, ctx, esize, to, 0, op.send, mine.bytes, mine.offset);
     const Block in = recv_block(op, from);
-    const auto in_chunks = split_chunks(in.offset, in.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < in_chunks.size(); ++c) {
-      auto [off, bytes] = in_chunks[c];
-      s.recv(from, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off);
-    }
+    recv_chunks(s, ctx, esize, from, 0, op.recv + in.offset, in.bytes, in.offset);
   }
 }
 

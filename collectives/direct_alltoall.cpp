@@ -30,16 +30,8 @@ void DirectAlltoall::build(const Operation& op, const PlanContext& ctx, Schedule
   for (int k = 1; k < n; ++k) {
     const int to = (r + k) % n, from = (r - k + n) % n;
     const Block b_out = send_block(op, to), b_in = recv_block(op, from);
-    const auto out_chunks = split_chunks(b_out.offset, b_out.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < out_chunks.size(); ++c) {
-      auto [off, bytes] = out_chunks[c];
-      s.order(staged, s.send(to, 0, static_cast<uint32_t>(c), out + off, bytes, off));
-    }
-    const auto in_chunks = split_chunks(b_in.offset, b_in.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < in_chunks.size(); ++c) {
-      auto [off, bytes] = in_chunks[c];
-      s.order(staged, s.recv(from, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off));
-    }
+    send_chunks(s, ctx, esize, to, 0, out + b_out.offset, b_out.bytes, b_out.offset, staged);
+    recv_chunks(s, ctx, esize, from, 0, op.recv + b_in.offset, b_in.bytes, b_in.offset, staged);
   }
 }
 

@@ -11,22 +11,14 @@ void DirectGather::build(const Operation& op, const PlanContext& ctx, Schedule& 
   const Block mine = recv_block(op, ctx.rank);
   if (mine.bytes == 0) return;
   if (ctx.rank != op.root) {
-    const auto chunks = split_chunks(0, mine.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      s.send(op.root, 0, static_cast<uint32_t>(c), op.send + off, bytes, mine.offset + off);
-    }
+    send_chunks(s, ctx, esize, op.root, 0, op.send, mine.bytes, mine.offset);
     return;
   }
   if (op.send != op.recv + mine.offset) s.copy(op.recv + mine.offset, op.send, mine.bytes);
   for (int i = 0; i < ctx.size; ++i) {
     if (i == op.root) continue;
     const Block in = recv_block(op, i);
-    const auto chunks = split_chunks(in.offset, in.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      s.recv(i, 0, static_cast<uint32_t>(c), op.recv + off, bytes, off);
-    }
+    recv_chunks(s, ctx, esize, i, 0, op.recv + in.offset, in.bytes, in.offset);
   }
 }
 

@@ -20,11 +20,7 @@ void DirectReduceScatter::build(const Operation& op, const PlanContext& ctx, Sch
   const auto chunks = split_chunks(0, mine.bytes, ctx.chunk_bytes, esize);
   for (int k = 1; k < n; ++k) {
     const Block out = send_block(op, (r + k) % n);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      s.send((r + k) % n, 0, static_cast<uint32_t>(c), op.send + out.offset + off, bytes,
-             out.offset + off);
-    }
+    send_chunks(s, ctx, esize, (r + k) % n, 0, op.send + out.offset, out.bytes, out.offset);
   }
   for (size_t c = 0; c < chunks.size(); ++c) {
     auto [off, bytes] = chunks[c];

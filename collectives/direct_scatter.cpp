@@ -10,12 +10,7 @@ void DirectScatter::build(const Operation& op, const PlanContext& ctx, Schedule&
   const size_t esize = dtype_size(op.dtype), block = op.count * esize;
   if (block == 0) return;
   if (ctx.rank != op.root) {
-    const auto chunks = split_chunks(0, block, ctx.chunk_bytes, esize);
-    const size_t at = static_cast<size_t>(ctx.rank) * block;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      s.recv(op.root, 0, static_cast<uint32_t>(c), op.recv + off, bytes, at + off);
-    }
+    recv_chunks(s, ctx, esize, op.root, 0, op.recv, block, static_cast<size_t>(ctx.rank) * block);
     return;
   }
   const Block mine = send_block(op, op.root);
@@ -23,11 +18,7 @@ void DirectScatter::build(const Operation& op, const PlanContext& ctx, Schedule&
   for (int i = 0; i < ctx.size; ++i) {
     if (i == op.root) continue;
     const Block out = send_block(op, i);
-    const auto chunks = split_chunks(out.offset, out.bytes, ctx.chunk_bytes, esize);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      auto [off, bytes] = chunks[c];
-      s.send(i, 0, static_cast<uint32_t>(c), op.send + off, bytes, off);
-    }
+    send_chunks(s, ctx, esize, i, 0, op.send + out.offset, out.bytes, out.offset);
   }
 }
 
