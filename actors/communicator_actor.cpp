@@ -18,6 +18,7 @@
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
 #include "log/log.hpp"
+#include "topology/host_identity.hpp"
 
 namespace hcomm::actors {
 
@@ -138,6 +139,7 @@ struct CommunicatorControl::State {
   std::shared_ptr<DataPlane> plane;
   communicator_actor actor;
   int local_ranks = 0;
+  std::vector<RankPlace> places;
 };
 
 Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(const Config& cfg) {
@@ -179,7 +181,11 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   auto listener =
       transport::tcp::TcpListener::bind(runtime->engine(), local.value(), uid, cfg.world_size);
   if (!listener.ok()) return listener.status();
-  Status st = client.set(prefix + "addr/" + std::to_string(cfg.rank), listener.value()->endpoint());
+  // The host key goes first: a rank whose address is published has published its host too.
+  const topo::HostIdentity host = topo::this_host();
+  Status st = client.set(prefix + "host/" + std::to_string(cfg.rank), host.id + "\n" + host.name);
+  if (!st.ok()) return st;
+  st = client.set(prefix + "addr/" + std::to_string(cfg.rank), listener.value()->endpoint());
   if (!st.ok()) return st;
   std::vector<std::string> keys;
   for (int r = 0; r < cfg.world_size; ++r) keys.push_back(prefix + "addr/" + std::to_string(r));
@@ -201,6 +207,16 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     auto v = client.get(keys[static_cast<size_t>(r)], left());
     if (!v.ok()) return v.status();
     endpoints[static_cast<size_t>(r)] = v.value();
+  }
+  std::vector<RankPlace> places(static_cast<size_t>(cfg.world_size));
+  for (int r = 0; r < cfg.world_size; ++r) {
+    auto v = client.get(prefix + "host/" + std::to_string(r), left());
+    if (!v.ok()) return v.status();
+    auto& p = places[static_cast<size_t>(r)];
+    const size_t nl = v.value().find('\n');
+    p.host_id = v.value().substr(0, nl);
+    p.host_name = nl == std::string::npos ? p.host_id : v.value().substr(nl + 1);
+    p.endpoint = endpoints[static_cast<size_t>(r)];
   }
   HCOMM_LOG(info, log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
             cfg.world_size, endpoints[static_cast<size_t>(cfg.rank)].c_str(),
@@ -228,9 +244,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->runtime = runtime;
   state->plane = plane;
   state->actor = actor;
-  const std::string my_host = endpoints[static_cast<size_t>(cfg.rank)].substr(
-      0, endpoints[static_cast<size_t>(cfg.rank)].rfind(':'));
-  for (const auto& e : endpoints) state->local_ranks += e.substr(0, e.rfind(':')) == my_host;
+  for (const auto& p : places) state->local_ranks += p.host_id == host.id;
+  state->places = std::move(places);
   std::unique_ptr<CommunicatorControl> control(new CommunicatorControl(std::move(state)));
   // A little past the deadline: the links report their own timeouts with better messages.
   if (!ready->wait_until(deadline + std::chrono::seconds(2)))
@@ -281,6 +296,10 @@ bool CommunicatorControl::drive_until(const std::function<bool()>& done,
 
 int CommunicatorControl::local_ranks() const {
   return state_->local_ranks;
+}
+
+const std::vector<RankPlace>& CommunicatorControl::places() const {
+  return state_->places;
 }
 
 }  // namespace hcomm::actors

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
@@ -13,6 +15,13 @@
 #include "hcomm/status.hpp"
 
 namespace hcomm::actors {
+
+/// Where a rank is: its host (same id = same host) and its listening address.
+struct RankPlace {
+  std::string host_id;
+  std::string host_name;
+  std::string endpoint;
+};
 
 class CommunicatorControl {
  public:
@@ -28,6 +37,8 @@ class CommunicatorControl {
   bool drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
   /// Ranks of this communicator on this host, this one included.
   int local_ranks() const;
+  /// Every rank's place, by rank (from the rendezvous).
+  const std::vector<RankPlace>& places() const;
 
   struct State;
 

@@ -327,6 +327,16 @@ std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes
   return coll::algorithm_name(impl_->selector().choose(kind, bytes).algo);
 }
 
+std::vector<RankInfo> Communicator::ranks() const {
+  std::vector<RankInfo> out;
+  const auto& places = impl_->control().places();
+  for (int r = 0; r < static_cast<int>(places.size()); ++r) {
+    const auto& p = places[static_cast<size_t>(r)];
+    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp"});
+  }
+  return out;
+}
+
 // ---- the operations: build, check, submit
 
 namespace {

@@ -42,6 +42,7 @@ class CommunicatorImpl {
   Work combine(const std::vector<Work>& works);
 
   const coll::AlgorithmSelector& selector() const { return *selector_; }
+  const actors::CommunicatorControl& control() const { return *control_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
   Status calibrate();
 

@@ -35,6 +35,15 @@ struct PointToPointOp {
   int tag = 0;
 };
 
+/// What a communicator knows of one of its ranks (for tools such as hcomm-info).
+struct RankInfo {
+  int rank = -1;
+  std::string host;       ///< hostname
+  std::string host_id;    ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
+  std::string address;    ///< where it listens
+  std::string transport;  ///< what this rank's link to it uses: "self" or "tcp"
+};
+
 class Communicator {
  public:
   /// Joins the world: meets the other ranks at the rendezvous root, connects to every peer and
@@ -122,6 +131,8 @@ class Communicator {
   /// peer's block; reduce_scatter: the received block): the cost model's choice, or what
   /// HCOMM_ALGO forces. For tools and logs.
   std::string algorithm_for(const std::string& op_name, size_t bytes) const;
+  /// Every rank of the communicator, by rank.
+  std::vector<RankInfo> ranks() const;
 
  private:
   explicit Communicator(std::unique_ptr<detail::CommunicatorImpl> impl);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# hcomm-info alone and as a world of 4 ranks on 2 "hosts" (HCOMM_HOST_ID per rank pair): the
+# host grouping, the transport matrix and the algorithm table must come out right.
+# Usage: hcomm_info.sh HCOMM_RUN HCOMM_INFO
+set -euo pipefail
+run=$1
+info=$2
+fail() { echo "hcomm_info: $*" >&2; exit 1; }
+
+alone=$("$info")
+grep -q "^host " <<<"$alone" || fail "no host line alone: $alone"
+grep -q "not launched as a world" <<<"$alone" || fail "no hint alone: $alone"
+
+world=$("$run" -n 4 --timeout 60 bash -c \
+  'HCOMM_HOST_ID=testhost$((HCOMM_RANK / 2)) exec "$0"' "$info")
+grep -q "communicator: 4 ranks" <<<"$world" || fail "no rank table: $world"
+# Ranks 0,1 share a host, as do 2,3: tcp within ('t') and across ('T') hosts.
+row0=$(grep -E '^\[0\] +0 +- +t +T +T$' <<<"$world") || fail "rank 0's row is wrong: $world"
+row3=$(grep -E '^\[0\] +3 +T +T +t +-$' <<<"$world") || fail "rank 3's row is wrong: $world"
+grep -qE '^\[0\] allreduce +(ring|tree|rd|hd)' <<<"$world" || fail "no algorithm table: $world"
+echo "hcomm_info: ok ($row0 / $row3)"

@@ -1,0 +1,107 @@
+// hcomm-info: what hcomm sees — this host's identity, its NUMA nodes, cores and NICs (hwloc),
+// the HCOMM_TOPO_FILE placement, and, when launched as a world (hcomm-run -n N hcomm-info, srun,
+// mpirun), every rank's host and address, the transport each pair of ranks uses, and the
+// algorithm the cost model picks per operation and size on this communicator.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <hcomm/hcomm.hpp>
+
+#include "topology/host_identity.hpp"
+#include "topology/machine_topology.hpp"
+#include "topology/topology_file.hpp"
+
+namespace {
+
+void print_machine() {
+  const auto host = hcomm::topo::this_host();
+  std::printf("host %s (id %s)\n", host.name.c_str(), host.id.c_str());
+  auto machine = hcomm::topo::MachineTopology::detect();
+  if (!machine.ok()) {
+    std::printf("machine: %s\n", machine.status().to_string().c_str());
+    return;
+  }
+  std::printf("%s", machine->describe().c_str());
+}
+
+/// Returns false when the file is set but broken (the caller exits non-zero).
+bool print_topology_file() {
+  const char* path = std::getenv("HCOMM_TOPO_FILE");
+  if (path == nullptr || *path == '\0') {
+    std::printf("topology file: none (HCOMM_TOPO_FILE not set)\n");
+    return true;
+  }
+  auto file = hcomm::topo::TopologyFile::load(path);
+  if (!file.ok()) {
+    std::printf("topology file: %s\n", file.status().to_string().c_str());
+    return false;
+  }
+  const auto host = hcomm::topo::this_host();
+  const auto* here = file->find(host.name);
+  if (here == nullptr) here = file->find(host.id);
+  std::string where = "this host is not listed";
+  if (here != nullptr)
+    where = "switch " + here->switch_name + ", rack " +
+            (here->rack.empty() ? here->switch_name + " (its own)" : here->rack);
+  std::printf("topology file %s: %s\n", path, where.c_str());
+  return true;
+}
+
+void print_world(hcomm::Communicator& comm) {
+  const auto ranks = comm.ranks();
+  std::printf("\ncommunicator: %d ranks\n", comm.size());
+  std::printf("%6s  %-20s %-24s\n", "rank", "host", "address");
+  for (const auto& r : ranks)
+    std::printf("%6d  %-20s %-24s\n", r.rank, r.host.c_str(), r.address.c_str());
+  std::printf(
+      "\ntransport per pair (rows: from, columns: to; '-' self, 't' tcp within a host, "
+      "'T' tcp across hosts)\n      ");
+  for (const auto& c : ranks) std::printf("%3d", c.rank);
+  std::printf("\n");
+  for (const auto& a : ranks) {
+    std::printf("%6d", a.rank);
+    for (const auto& b : ranks)
+      std::printf("%3s", a.rank == b.rank ? "-" : a.host_id == b.host_id ? "t" : "T");
+    std::printf("\n");
+  }
+  const char* ops[] = {"allreduce",      "broadcast", "reduce", "allgather",
+                       "reduce_scatter", "alltoall",  "gather", "scatter"};
+  const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20};
+  const char* labels[] = {"8B", "1KiB", "64KiB", "1MiB", "16MiB", "256MiB"};
+  std::printf("\nalgorithm by operation and size (this communicator's cost model%s)\n%-15s",
+              comm.config().algo.empty() ? "" : ", HCOMM_ALGO applied", "");
+  for (const char* l : labels) std::printf("%8s", l);
+  std::printf("\n");
+  for (const char* op : ops) {
+    std::printf("%-15s", op);
+    for (size_t b : sizes) std::printf("%8s", comm.algorithm_for(op, b).c_str());
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int main() {
+  print_machine();
+  const bool topo_ok = print_topology_file();
+  auto cfg = hcomm::Config::from_env();
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "hcomm-info: %s\n", cfg.status().to_string().c_str());
+    return 1;
+  }
+  if (cfg->world_size < 1) {
+    std::printf(
+        "\nnot launched as a world: run `hcomm-run -n N hcomm-info` (or under srun / "
+        "mpirun) for ranks, transports and algorithms\n");
+    return topo_ok ? 0 : 1;
+  }
+  auto comm = hcomm::Communicator::create(cfg.value());
+  if (!comm.ok()) {
+    std::fprintf(stderr, "hcomm-info: %s\n", comm.status().to_string().c_str());
+    return 1;
+  }
+  if ((*comm)->rank() == 0) print_world(**comm);
+  return topo_ok ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+#include "topology/host_identity.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace hcomm::topo {
+namespace {
+
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? "unknown-boot" : id;
+}
+
+/// The inode of /proc/self/ns/<ns>: equal for processes in the same namespace.
+std::string namespace_inode(const char* ns) {
+  struct stat st {};
+  std::string path = std::string("/proc/self/ns/") + ns;
+  if (stat(path.c_str(), &st) != 0) return "?";
+  return std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
+}  // namespace
+
+HostIdentity this_host() {
+  HostIdentity h;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0) h.name = name;
+  if (const char* forced = std::getenv("HCOMM_HOST_ID"); forced != nullptr && *forced != '\0') {
+    h.id = forced;
+  } else {
+    h.id = boot_id() + "/net:" + namespace_inode("net") + "/ipc:" + namespace_inode("ipc") +
+           "/mnt:" + namespace_inode("mnt");
+  }
+  if (h.name.empty()) h.name = h.id;
+  return h;
+}
+
+}  // namespace hcomm::topo
