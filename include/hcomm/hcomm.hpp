@@ -4,6 +4,7 @@
 
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
+#include "hcomm/shared_memory_channel.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"
 #include "hcomm/work.hpp"
