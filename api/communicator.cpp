@@ -5,11 +5,13 @@
 
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "api/communicator_impl.hpp"
 #include "collectives/algorithms.hpp"
 #include "log/log.hpp"
+#include "topology/ring_order.hpp"
 
 namespace hcomm {
 namespace detail {
@@ -52,14 +54,18 @@ std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
 }  // namespace
 
 CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
-                                   coll::AlgorithmChoice forced)
+                                   coll::AlgorithmChoice forced, std::vector<int> ring_order)
     : cfg_(std::move(cfg)),
       control_(std::move(control)),
       forced_(forced),
       selector_(std::make_unique<coll::AlgorithmSelector>(cfg_.world_size, coll::LinkCost{},
                                                           forced_, cfg_.chunk_bytes)),
       driver_(
-          std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))) {}
+          std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))),
+      ring_order_(std::move(ring_order)) {
+  for (size_t p = 0; p < ring_order_.size(); ++p)
+    if (ring_order_[p] != static_cast<int>(p)) ring_is_identity_ = false;
+}
 
 CommunicatorImpl::~CommunicatorImpl() {
   driver_.reset();  // Works that outlive the communicator wait without driving
@@ -101,7 +107,8 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
     auto choice = selector_->choose(op->kind, op->agreed_bytes());
     op->algo = choice.algo;
     log_choice(*op, choice);
-    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes});
+    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
+                                ring_is_identity_ ? nullptr : &ring_order_});
   }
   control_->start(std::move(op), std::move(schedule), caller_waits);
   return work;
@@ -262,6 +269,18 @@ void sanitize_rejected(coll::Operation& op) {
   op.recv_displs.clear();
 }
 
+/// The topology-aware ring order, from every rank's host (from the rendezvous) and the
+/// topology file all ranks are given: the same on every rank.
+std::vector<int> ring_order_of(const actors::CommunicatorControl& control,
+                               const topo::TopologyFile* file) {
+  std::vector<std::string> ids, names;
+  for (const auto& p : control.places()) {
+    ids.push_back(p.host_id);
+    names.push_back(p.host_name);
+  }
+  return topo::ring_order(ids, names, file);
+}
+
 Status check_config(const Config& cfg) {
   if (cfg.world_size < 1)
     return {HCOMM_ERR_INVALID_ARG,
@@ -290,13 +309,21 @@ Expected<std::unique_ptr<Communicator>> Communicator::create(const Config& cfg) 
   if (!st.ok()) return st;
   auto forced = coll::AlgorithmChoice::parse(cfg.algo);
   if (!forced.ok()) return forced.status();
+  std::optional<topo::TopologyFile> topo_file;  // checked before anyone waits for this rank
+  if (!cfg.topo_file.empty()) {
+    auto file = topo::TopologyFile::load(cfg.topo_file);
+    if (!file.ok()) return file.status();
+    topo_file = std::move(file.value());
+  }
   log::set_rank(cfg.rank);
   auto control = actors::CommunicatorControl::establish(cfg);
   if (!control.ok()) {
     HCOMM_LOG(error, log::kInit, "%s", control.status().to_string().c_str());
     return control.status();
   }
-  auto impl = std::make_unique<CommunicatorImpl>(cfg, std::move(control.value()), forced.value());
+  auto order = ring_order_of(*control.value(), topo_file ? &*topo_file : nullptr);
+  auto impl = std::make_unique<CommunicatorImpl>(cfg, std::move(control.value()), forced.value(),
+                                                 std::move(order));
   st = impl->calibrate();
   if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
@@ -332,8 +359,11 @@ std::vector<RankInfo> Communicator::ranks() const {
   const auto& places = impl_->control().places();
   for (int r = 0; r < static_cast<int>(places.size()); ++r) {
     const auto& p = places[static_cast<size_t>(r)];
-    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp"});
+    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp", -1});
   }
+  const auto& order = impl_->ring_order();
+  for (size_t p = 0; p < order.size(); ++p)
+    out[static_cast<size_t>(order[p])].ring_position = static_cast<int>(p);
   return out;
 }
 

@@ -22,7 +22,7 @@ namespace hcomm::detail {
 class CommunicatorImpl {
  public:
   CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
-                   coll::AlgorithmChoice forced);
+                   coll::AlgorithmChoice forced, std::vector<int> ring_order);
   ~CommunicatorImpl();
 
   const Config& config() const { return cfg_; }
@@ -43,6 +43,8 @@ class CommunicatorImpl {
 
   const coll::AlgorithmSelector& selector() const { return *selector_; }
   const actors::CommunicatorControl& control() const { return *control_; }
+  /// Ranks in ring order (topology-aware).
+  const std::vector<int>& ring_order() const { return ring_order_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
   Status calibrate();
 
@@ -64,6 +66,8 @@ class CommunicatorImpl {
   coll::AlgorithmChoice forced_;
   std::unique_ptr<coll::AlgorithmSelector> selector_;
   std::shared_ptr<EngineDriver> driver_;
+  std::vector<int> ring_order_;
+  bool ring_is_identity_ = true;
   std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far

@@ -140,6 +140,7 @@ Expected<Config> Config::from_env() {
   if (!launch->root_addr.empty()) c.root_addr = launch->root_addr;
 
   c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
+  c.topo_file = env("HCOMM_TOPO_FILE");
   constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
   constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
   Status checks[] = {

@@ -18,6 +18,14 @@ struct PlanContext {
   int rank = 0;
   int size = 1;
   size_t chunk_bytes = 512 * 1024;
+  /// The order of ranks around rings and chains (topology-aware: ranks of a host, switch and rack
+  /// next to each other, so a ring crosses each boundary once); null: 0, 1, ..., size-1. Not
+  /// owned; the same on every rank.
+  const std::vector<int>* ring_order = nullptr;
+
+  /// Where `r` stands in the ring order, and who stands at position `p` (taken modulo size).
+  int position_of(int r) const;
+  int rank_at(int p) const;
 };
 
 /// [offset, bytes) pieces of a byte range, each at most `chunk_bytes` and a multiple of `elem`.

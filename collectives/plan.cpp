@@ -113,6 +113,18 @@ Algorithm default_algorithm(OpKind kind) {
   return Algorithm::automatic;  // the operation's only algorithm
 }
 
+int PlanContext::position_of(int r) const {
+  if (ring_order == nullptr) return r;
+  for (int p = 0; p < size; ++p)
+    if ((*ring_order)[static_cast<size_t>(p)] == r) return p;
+  return r;
+}
+
+int PlanContext::rank_at(int p) const {
+  p = ((p % size) + size) % size;
+  return ring_order == nullptr ? p : (*ring_order)[static_cast<size_t>(p)];
+}
+
 Schedule plan(const Operation& op, const PlanContext& ctx) {
   Schedule s;
   // An allreduce of nothing, or on one rank, is the same for every algorithm: done here once,

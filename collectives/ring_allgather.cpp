@@ -1,7 +1,9 @@
-// Ring allgather(v): at step s rank r forwards block r-s to its right neighbour and receives block
-// r-s-1 from its left, chunk by chunk; a received chunk is forwarded as soon as it has landed.
-// Every link carries each block once: bandwidth optimal. In place means send is this rank's own
-// block of recv (NCCL's convention); otherwise the own block is copied.
+// Ring allgather(v) around the ring order (PlanContext::ring_order): at step s the rank at
+// position p forwards the block of the rank at position p-s to the rank at p+1 and receives the
+// block of the rank at p-s-1 from the rank at p-1, chunk by chunk; a received chunk is forwarded as
+// soon as it has landed. Blocks stay indexed by rank (block i comes from rank i). Every link
+// carries each block once: bandwidth optimal. In place means send is this rank's own block of recv
+// (NCCL's convention); otherwise the own block is copied.
 #include <vector>
 
 #include "collectives/algorithms.hpp"
@@ -12,16 +14,16 @@ namespace hcomm::coll {
 void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
   const size_t esize = dtype_size(op.dtype);
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
   const Block mine = recv_block(op, r);
   std::byte* own = op.recv + mine.offset;
   if (mine.bytes > 0 && op.send != own) s.copy(own, op.send, mine.bytes);
   if (n == 1) return;
-  const int right = (r + 1) % n, left = mod(r - 1);
+  const int p = ctx.position_of(r);
+  const int right = ctx.rank_at(p + 1), left = ctx.rank_at(p - 1);
   // landed[b][c]: the receive of chunk c of block b, which its forwarding waits for.
   std::vector<std::vector<Schedule::Id>> landed(static_cast<size_t>(n));
   for (int st = 0; st < n - 1; ++st) {
-    const int sb = mod(r - st), rb = mod(r - st - 1);
+    const int sb = ctx.rank_at(p - st), rb = ctx.rank_at(p - st - 1);  // blocks: ranks
     const Block out = recv_block(op, sb), in = recv_block(op, rb);
     const auto out_chunks = split_chunks(0, out.bytes, ctx.chunk_bytes, esize);
     for (size_t c = 0; c < out_chunks.size(); ++c) {

@@ -1,9 +1,10 @@
-// Ring allreduce. The buffer is cut into n segments; in n-1 reduce-scatter steps each rank sends
-// one segment to its right neighbour and reduces the one arriving from its left, so that rank r
-// ends with segment r+1 fully reduced; n-1 allgather steps then circulate the reduced segments.
-// Each segment moves in chunks with their own steps: chunk k+1 is on the wire while chunk k is
-// reduced. Out of place, the first step reads the send buffer and every reduction writes
-// recv = send (op) incoming, so no initial copy is needed.
+// Ring allreduce around the ring order (PlanContext::ring_order; p below is this rank's position
+// in it). The buffer is cut into n segments; in n-1 reduce-scatter steps each rank sends one
+// segment to its right neighbour (position p+1) and reduces the one arriving from its left, so
+// that position p ends with segment p+1 fully reduced; n-1 allgather steps then circulate the
+// reduced segments. Each segment moves in chunks with their own steps: chunk k+1 is on the wire
+// while chunk k is reduced. Out of place, the first step reads the send buffer and every
+// reduction writes recv = send (op) incoming, so no initial copy is needed.
 #include <map>
 
 #include "collectives/algorithms.hpp"
@@ -11,9 +12,10 @@
 namespace hcomm::coll {
 
 void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
-  const int n = ctx.size, r = ctx.rank;
+  // Segments are numbered by position in the ring order, not by rank.
+  const int n = ctx.size, p = ctx.position_of(ctx.rank);
   const size_t esize = dtype_size(op.dtype);
-  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  const int right = ctx.rank_at(p + 1), left = ctx.rank_at(p - 1);
   auto seg_begin = [&](int i) {  // first element of segment i
     size_t base = op.count / static_cast<size_t>(n), extra = op.count % static_cast<size_t>(n);
     size_t ui = static_cast<size_t>(i);
@@ -33,7 +35,7 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
   };
 
   for (int st = 0; st < n - 1; ++st) {
-    const int sseg = mod(r - st), rseg = mod(r - st - 1);
+    const int sseg = mod(p - st), rseg = mod(p - st - 1);
     auto sc = seg_chunks(sseg);
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];
@@ -54,7 +56,7 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
     }
   }
 
-  const int owned = mod(r + 1);
+  const int owned = mod(p + 1);
   if (op.redop == ReduceOp::avg) {
     auto oc = seg_chunks(owned);
     for (size_t c = 0; c < oc.size(); ++c) {
@@ -67,7 +69,7 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
 
   for (int st = 0; st < n - 1; ++st) {
     const uint32_t tag = static_cast<uint32_t>(n - 1 + st);
-    const int sseg = mod(r + 1 - st), rseg = mod(r - st);
+    const int sseg = mod(p + 1 - st), rseg = mod(p - st);
     auto sc = seg_chunks(sseg);
     for (size_t c = 0; c < sc.size(); ++c) {
       auto [off, bytes] = sc[c];

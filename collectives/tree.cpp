@@ -18,11 +18,12 @@ int btree_parent(int x, int m) {
 
 }  // namespace
 
-TreeLinks chain_links(int rank, int root, int n, int dir) {
+TreeLinks chain_links(const PlanContext& ctx, int root, int dir) {
   TreeLinks t;
-  const int pos = mod((rank - root) * dir, n);
-  if (pos > 0) t.parent = mod(rank - dir, n);
-  if (pos < n - 1) t.children.push_back(mod(rank + dir, n));
+  const int at = ctx.position_of(ctx.rank);
+  const int hop = mod((at - ctx.position_of(root)) * dir, ctx.size);  // hops from the root
+  if (hop > 0) t.parent = ctx.rank_at(at - dir);
+  if (hop < ctx.size - 1) t.children.push_back(ctx.rank_at(at + dir));
   return t;
 }
 

@@ -1,6 +1,7 @@
 // Trees over the ranks, and the per-chunk steps that move data along them. The chain, binomial
 // and double-binary-tree algorithms differ only in their trees: reducing toward the root and
-// broadcasting away from it are the same steps over any of them.
+// broadcasting away from it are the same steps over any of them. Chains follow the context's
+// ring order (topology-aware); the other trees are over rank numbers.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,9 @@ struct TreeLinks {
   std::vector<int> children;
 };
 
-/// A chain from `root` through root + dir, root + 2 dir, ... (dir is +1 or -1).
-TreeLinks chain_links(int rank, int root, int n, int dir);
+/// ctx.rank's links in a chain from `root` through the ranks at positions position_of(root) + dir,
+/// + 2 dir, ... of the ring order (dir is +1 or -1); with no order: root + dir, root + 2 dir, ...
+TreeLinks chain_links(const PlanContext& ctx, int root, int dir);
 /// The binomial tree rooted at `root`: log2(n) levels, a rank's subtree is contiguous.
 TreeLinks binomial_links(int rank, int root, int n);
 /// Tree `tree` (0 or 1) of NCCL's double binary tree over ranks 0..n-1. Tree 1 mirrors tree 0

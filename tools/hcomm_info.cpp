@@ -55,6 +55,11 @@ void print_world(hcomm::Communicator& comm) {
   std::printf("%6s  %-20s %-24s\n", "rank", "host", "address");
   for (const auto& r : ranks)
     std::printf("%6d  %-20s %-24s\n", r.rank, r.host.c_str(), r.address.c_str());
+  std::vector<int> order(ranks.size());
+  for (const auto& r : ranks) order[static_cast<size_t>(r.ring_position)] = r.rank;
+  std::printf("\nring order (hosts, switches, racks together):");
+  for (int r : order) std::printf(" %d", r);
+  std::printf("\n");
   std::printf(
       "\ntransport per pair (rows: from, columns: to; '-' self, 't' tcp within a host, "
       "'T' tcp across hosts)\n      ");

@@ -38,10 +38,11 @@ struct PointToPointOp {
 /// What a communicator knows of one of its ranks (for tools such as hcomm-info).
 struct RankInfo {
   int rank = -1;
-  std::string host;       ///< hostname
-  std::string host_id;    ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
-  std::string address;    ///< where it listens
-  std::string transport;  ///< what this rank's link to it uses: "self" or "tcp"
+  std::string host;        ///< hostname
+  std::string host_id;     ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
+  std::string address;     ///< where it listens
+  std::string transport;   ///< what this rank's link to it uses: "self" or "tcp"
+  int ring_position = -1;  ///< its place in the topology-aware order of rings and chains
 };
 
 class Communicator {

@@ -37,6 +37,8 @@ struct Config {
   /// operation that has it ("tree"). Names: ring, tree, rd, hd, direct, auto. Empty: the cost
   /// model chooses per operation, message size and world size.
   std::string algo;
+  /// HCOMM_TOPO_FILE: hosts' switches and racks (format in the README); rings follow it.
+  std::string topo_file;
   /// HCOMM_CALIBRATE (1/0): measure link latency, bandwidth and reduction speed when a
   /// communicator is created (a few ms), for the cost model; 0 uses built-in loopback-TCP figures.
   bool calibrate = true;

@@ -18,4 +18,10 @@ grep -q "communicator: 4 ranks" <<<"$world" || fail "no rank table: $world"
 row0=$(grep -E '^\[0\] +0 +- +t +T +T$' <<<"$world") || fail "rank 0's row is wrong: $world"
 row3=$(grep -E '^\[0\] +3 +T +T +t +-$' <<<"$world") || fail "rank 3's row is wrong: $world"
 grep -qE '^\[0\] allreduce +(ring|tree|rd|hd)' <<<"$world" || fail "no algorithm table: $world"
+grep -qE '^\[0\] ring order .*: 0 1 2 3$' <<<"$world" || fail "grouped hosts: ring order: $world"
+
+# Hosts interleaved (rank % 2): rings go 0 2 | 1 3, crossing between hosts twice, not four times.
+mixed=$("$run" -n 4 --timeout 60 bash -c \
+  'HCOMM_HOST_ID=testhost$((HCOMM_RANK % 2)) exec "$0"' "$info")
+grep -qE '^\[0\] ring order .*: 0 2 1 3$' <<<"$mixed" || fail "interleaved: ring order: $mixed"
 echo "hcomm_info: ok ($row0 / $row3)"

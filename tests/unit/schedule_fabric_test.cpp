@@ -7,6 +7,8 @@
 // deadlock, unmatched frame, duplicate match key, length mismatch, null or misaligned buffer,
 // write to a read-only send buffer, and on two in-flight steps racing on the same bytes (a
 // buffer written while a send still reads it, read or written while a receive still fills it).
+// The ring and chain algorithms also run with permuted ring orders (PlanContext::ring_order):
+// random ones and one that interleaves two "hosts", as a topology-aware order would look to them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -204,6 +206,7 @@ struct Case {
   bool same_pointer = false;  ///< reduce_scatter in place as send == recv (not recv in send)
   size_t chunk = 8;
   uint64_t seed = 1;
+  std::vector<int> order;  ///< PlanContext::ring_order, the same on every rank; empty: null
 };
 
 std::string describe(const Case& c) {
@@ -212,6 +215,10 @@ std::string describe(const Case& c) {
     << hcomm::dtype_name(c.dtype) << " " << hcomm::reduce_op_name(c.redop) << " count " << c.count
     << " n " << c.n << " root " << c.root << (c.in_place ? " in place" : "")
     << (c.same_pointer ? " (send == recv)" : "") << " chunk " << c.chunk << " seed " << c.seed;
+  if (!c.order.empty()) {
+    o << " ring order";
+    for (int r : c.order) o << " " << r;
+  }
   return o.str();
 }
 
@@ -485,7 +492,8 @@ std::vector<RankIo> setup(const Case& c) {
 /// found, or an empty string.
 class Fabric {
  public:
-  Fabric(std::vector<RankIo>& io, size_t chunk_bytes, bool send_read_only, uint64_t seed)
+  Fabric(std::vector<RankIo>& io, size_t chunk_bytes, bool send_read_only, uint64_t seed,
+         const std::vector<int>* ring_order = nullptr)
       : io_(io), rng_(seed) {
     // Some runs deliver eagerly (frames mostly arrive before their receive is posted), some
     // lazily (receives mostly posted first).
@@ -495,7 +503,7 @@ class Fabric {
     for (int r = 0; r < n; ++r) {
       Rank& rk = ranks_.emplace_back();
       const coll::Operation& op = io[static_cast<size_t>(r)].op;
-      rk.s = coll::plan(op, coll::PlanContext{r, n, chunk_bytes});
+      rk.s = coll::plan(op, coll::PlanContext{r, n, chunk_bytes, ring_order});
       if (send_read_only && op.send != nullptr)
         rk.read_only = {op.send,
                         op.send + io[static_cast<size_t>(r)].send_elems * dtype_size(op.dtype)};
@@ -547,6 +555,8 @@ class Fabric {
     }
     return {};
   }
+
+  const coll::Schedule& schedule(int r) const { return ranks_[static_cast<size_t>(r)].s; }
 
   /// Steps in all schedules (to size the test matrix).
   size_t steps() const {
@@ -761,9 +771,18 @@ class Fabric {
 /// Runs one case on the fabric and checks every rank's buffers; "" when all is well.
 std::string run_case(const Case& c) {
   std::vector<RankIo> io = setup(c);
-  Fabric fabric(io, c.chunk, !c.in_place, c.seed);
+  Fabric fabric(io, c.chunk, !c.in_place, c.seed, c.order.empty() ? nullptr : &c.order);
   std::string err = fabric.run();
   if (!err.empty()) return err;
+  // Rings and chains send only to the next rank in the ring order (so a topology-aware order
+  // crosses each boundary once).
+  for (size_t p = 0; p < c.order.size(); ++p) {
+    const int r = c.order[p], next = c.order[(p + 1) % c.order.size()];
+    for (const coll::Step& st : fabric.schedule(r).steps())
+      if (st.kind == coll::Step::Kind::send && st.peer != next)
+        return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
+               ", not to the next rank in the ring order, " + std::to_string(next);
+  }
   const size_t esize = dtype_size(c.dtype);
   for (int r = 0; r < c.n; ++r) {
     RankIo& rio = io[static_cast<size_t>(r)];
@@ -816,9 +835,37 @@ bool rooted(OpKind k) {
          k == OpKind::scatter;
 }
 
+/// Whether `algo` runs `kind` around a ring or along a chain, and so follows the ring order.
+bool follows_ring_order(OpKind k, Algorithm algo) {
+  return algo == Algorithm::ring &&
+         (k == OpKind::allreduce || k == OpKind::broadcast || k == OpKind::reduce ||
+          k == OpKind::allgather || k == OpKind::allgatherv || k == OpKind::reduce_scatter);
+}
+
+/// The ring orders of n >= 3 ranks tried besides the identity: two random permutations (from
+/// `seed`) and two "hosts" interleaved, 0, 2, 4, ..., 1, 3, 5, ...
+std::vector<std::vector<int>> ring_orders(int n, uint64_t seed) {
+  std::vector<std::vector<int>> orders;
+  if (n < 3) return orders;
+  std::mt19937_64 rng(seed);
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int> o(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) o[static_cast<size_t>(i)] = i;
+    for (size_t i = o.size() - 1; i > 0; --i) std::swap(o[i], o[rng() % (i + 1)]);  // Fisher-Yates
+    orders.push_back(std::move(o));
+  }
+  std::vector<int> interleaved;
+  for (int start : {0, 1})
+    for (int i = start; i < n; i += 2) interleaved.push_back(i);
+  orders.push_back(std::move(interleaved));
+  return orders;
+}
+
 /// The matrix for one (kind, algorithm): n = 1..8, every count, chunk size, root (rooted
 /// kinds), in place (reduce_scatter: both forms) or not, `types` x `ops`, two interleavings. Large
-/// counts with tiny chunks run only the first type and op, to keep the runtime sane.
+/// counts with tiny chunks run only the first type and op, to keep the runtime sane. Rings and
+/// chains also run with each of ring_orders() (one interleaving, the first type; large counts
+/// with tiny chunks only with the interleaved hosts).
 void run_matrix(Runner& run, OpKind kind, Algorithm algo, const std::vector<DataType>& types,
                 const std::vector<ReduceOp>& ops) {
   for (int n = 1; n <= 8; ++n)
@@ -831,19 +878,30 @@ void run_matrix(Runner& run, OpKind kind, Algorithm algo, const std::vector<Data
                 const bool big = count * dtype_size(t) / chunk > 64;
                 if (big && (t != types[0] || op != ops[0] || (root != 0 && root != n - 1)))
                   continue;
+                Case c;
+                c.kind = kind;
+                c.algo = algo;
+                c.dtype = t;
+                c.redop = op;
+                c.count = count;
+                c.n = n;
+                c.root = root;
+                c.in_place = in_place != 0;
+                c.same_pointer = in_place == 2;
+                c.chunk = chunk;
+                const uint64_t base = static_cast<uint64_t>(n + count + chunk + root);
                 for (uint64_t seed = 1; seed <= (big ? 1u : 2u); ++seed) {
-                  Case c;
-                  c.kind = kind;
-                  c.algo = algo;
-                  c.dtype = t;
-                  c.redop = op;
-                  c.count = count;
-                  c.n = n;
-                  c.root = root;
-                  c.in_place = in_place != 0;
-                  c.same_pointer = in_place == 2;
-                  c.chunk = chunk;
-                  c.seed = seed + static_cast<uint64_t>(n + count + chunk + root);
+                  c.seed = seed + base;
+                  run(c);
+                }
+                if (!follows_ring_order(kind, algo) || t != types[0]) continue;
+                const uint64_t order_seed =
+                    base * 31 + static_cast<uint64_t>(in_place * 7 + static_cast<int>(op));
+                auto orders = ring_orders(n, order_seed);
+                if (big && !orders.empty()) orders.erase(orders.begin(), orders.end() - 1);
+                for (std::vector<int>& order : orders) {
+                  c.order = std::move(order);
+                  ++c.seed;
                   run(c);
                 }
               }
