@@ -302,4 +302,8 @@ const std::vector<RankPlace>& CommunicatorControl::places() const {
   return state_->places;
 }
 
+uint64_t CommunicatorControl::bytes_sent(int peer) const {
+  return state_->plane->bytes_sent(peer);
+}
+
 }  // namespace hcomm::actors

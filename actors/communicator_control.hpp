@@ -39,6 +39,8 @@ class CommunicatorControl {
   int local_ranks() const;
   /// Every rank's place, by rank (from the rendezvous).
   const std::vector<RankPlace>& places() const;
+  /// Payload bytes this rank has sent to `peer` over its link so far.
+  uint64_t bytes_sent(int peer) const;
 
   struct State;
 

@@ -11,7 +11,8 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
       listener_(std::move(listener)),
       executor_(params.comm_id, params.rank, params.size),
       links_(static_cast<size_t>(params.size)),
-      on_down_(static_cast<size_t>(params.size)) {
+      on_down_(static_cast<size_t>(params.size)),
+      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params.size)]()) {
   executor_.set_activity_counter(&engine_.active_operations());
   if (listener_) listener_->start();
 }
@@ -34,6 +35,7 @@ void DataPlane::connect_peer(int peer, const std::string& endpoint,
   p.peer_endpoint = endpoint;
   p.num_streams = params_.streams_per_peer;
   p.socket_options = params_.socket_options;
+  p.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
   auto& link = links_[static_cast<size_t>(peer)];
   link = std::make_unique<transport::tcp::TcpLink>(engine_, p, *this, std::move(on_up));
   on_down_[static_cast<size_t>(peer)] = std::move(on_down);

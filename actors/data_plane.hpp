@@ -3,6 +3,7 @@
 // ProgressEngine::post().
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,6 +56,11 @@ class DataPlane final : public transport::LinkObserver {
   }
   void on_link_failed(int peer, const Status& status, bool graceful) override;
 
+  /// Any thread: payload bytes sent to `peer` so far.
+  uint64_t bytes_sent(int peer) const {
+    return bytes_sent_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+  }
+
  private:
   void poll_closed(transport::ProgressEngine::Clock::time_point deadline,
                    std::function<void()> done);
@@ -65,6 +71,7 @@ class DataPlane final : public transport::LinkObserver {
   coll::ScheduleExecutor executor_;
   std::vector<std::unique_ptr<transport::tcp::TcpLink>> links_;
   std::vector<Callback> on_down_;
+  std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
 };
 
 }  // namespace hcomm::actors

@@ -91,7 +91,7 @@ Status CommunicatorImpl::calibrate() {
   cost.alpha_us = figures[0];
   cost.beta_us_per_byte = figures[1];
   cost.gamma_us_per_byte = figures[2];
-  selector_ = std::make_unique<coll::AlgorithmSelector>(size(), cost, forced_, cfg_.chunk_bytes);
+  make_selector(cost);
   HCOMM_LOG(info, log::kInit, "link cost (measured): %s", cost.to_string().c_str());
   return {};
 }

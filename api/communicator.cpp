@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -58,13 +59,29 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
     : cfg_(std::move(cfg)),
       control_(std::move(control)),
       forced_(forced),
-      selector_(std::make_unique<coll::AlgorithmSelector>(cfg_.world_size, coll::LinkCost{},
-                                                          forced_, cfg_.chunk_bytes)),
       driver_(
           std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))),
       ring_order_(std::move(ring_order)) {
   for (size_t p = 0; p < ring_order_.size(); ++p)
     if (ring_order_[p] != static_cast<int>(p)) ring_is_identity_ = false;
+  // Hosts numbered in order of their lowest rank: the same numbering on every rank.
+  std::map<std::string, int> host_index;
+  for (const auto& place : control_->places()) {
+    auto it = host_index.emplace(place.host_id, static_cast<int>(host_index.size())).first;
+    host_of_.push_back(it->second);
+  }
+  if (host_index.size() <= 1) host_of_.clear();
+  make_selector(coll::LinkCost{});
+}
+
+void CommunicatorImpl::make_selector(const coll::LinkCost& cost) {
+  std::map<int, int> ranks_per_host;
+  for (int h : host_of_) ++ranks_per_host[h];
+  int largest = 0;
+  for (const auto& [host, ranks] : ranks_per_host) largest = std::max(largest, ranks);
+  selector_ = std::make_unique<coll::AlgorithmSelector>(
+      cfg_.world_size, cost, forced_, cfg_.chunk_bytes,
+      std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -107,8 +124,9 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
     auto choice = selector_->choose(op->kind, op->agreed_bytes());
     op->algo = choice.algo;
     log_choice(*op, choice);
-    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
-                                ring_is_identity_ ? nullptr : &ring_order_});
+    schedule = coll::plan(
+        *op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
+              ring_is_identity_ ? nullptr : &ring_order_, host_of_.empty() ? nullptr : &host_of_});
   }
   control_->start(std::move(op), std::move(schedule), caller_waits);
   return work;
@@ -359,7 +377,8 @@ std::vector<RankInfo> Communicator::ranks() const {
   const auto& places = impl_->control().places();
   for (int r = 0; r < static_cast<int>(places.size()); ++r) {
     const auto& p = places[static_cast<size_t>(r)];
-    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp", -1});
+    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp", -1,
+                   r == rank() ? 0 : impl_->control().bytes_sent(r)});
   }
   const auto& order = impl_->ring_order();
   for (size_t p = 0; p < order.size(); ++p)

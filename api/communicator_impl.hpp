@@ -60,6 +60,8 @@ class CommunicatorImpl {
  private:
   class EngineDriver;
   void log_choice(const coll::Operation& op, const coll::AlgorithmSelector::Choice& c) const;
+  /// The cost model for `cost` and this communicator's host layout.
+  void make_selector(const coll::LinkCost& cost);
 
   Config cfg_;
   std::unique_ptr<actors::CommunicatorControl> control_;
@@ -68,7 +70,8 @@ class CommunicatorImpl {
   std::shared_ptr<EngineDriver> driver_;
   std::vector<int> ring_order_;
   bool ring_is_identity_ = true;
-  std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
+  std::vector<int> host_of_;  // host index per rank, by lowest rank; empty: one host
+  std::mutex submit_mutex_;   // numbering, planning and hand-off happen in call order
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
 };

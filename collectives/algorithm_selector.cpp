@@ -48,8 +48,13 @@ std::string LinkCost::to_string() const {
 }
 
 AlgorithmSelector::AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced,
-                                     size_t chunk_override)
-    : n_(world_size), cost_(cost), forced_(forced), chunk_override_(chunk_override) {}
+                                     size_t chunk_override, int hosts, int largest_host)
+    : n_(world_size),
+      hosts_(std::max(1, hosts)),
+      largest_host_(largest_host > 0 ? largest_host : world_size),
+      cost_(cost),
+      forced_(forced),
+      chunk_override_(chunk_override) {}
 
 // A pipeline of `stages` stages moving `bytes` in chunks of c, each stage costing
 // fixed + c * per_byte, takes (stages + bytes/c - 1) * (fixed + c * per_byte); the minimum is at
@@ -109,6 +114,24 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
           c.predicted_us = 2.0 * floor_log2(n) * a + 2.0 * (p - 1) / p * S * b +
                            1.0 * (p - 1) / p * S * g + (folded ? 2 * (a + S * b) + S * g : 0.0);
           break;
+        case Algorithm::hier: {
+          // Three phases, one after the other on each rank (the schedule joins them, so they do
+          // not overlap): a reduce within the largest host to its leader, an allreduce among the
+          // leaders, a broadcast within the host, each with the builder HierarchicalAllreduce
+          // uses at this size and the leaders' chunk. There is one link kind today: every phase
+          // is priced with the same alpha / beta / gamma, so the local phases only add time and
+          // hier rarely wins; with a cheaper intra-host link it would when hosts are many.
+          const Algorithm sub =
+              bytes_in >= HierarchicalAllreduce::kRingBytes ? Algorithm::ring : Algorithm::rd;
+          const Choice leaders =
+              AlgorithmSelector(hosts_, cost_, {}, chunk_override_).predict(kind, sub, bytes_in);
+          const AlgorithmSelector local(largest_host_, cost_, {}, leaders.chunk_bytes);
+          c.chunk_bytes = leaders.chunk_bytes;
+          c.predicted_us = local.predict(OpKind::reduce, sub, bytes_in).predicted_us +
+                           leaders.predicted_us +
+                           local.predict(OpKind::broadcast, sub, bytes_in).predicted_us;
+          break;
+        }
         default:
           break;
       }
@@ -167,6 +190,8 @@ AlgorithmSelector::Choice AlgorithmSelector::choose(OpKind kind, size_t bytes) c
   for (int i = 1; i < kNumAlgorithms; ++i) {
     const auto algo = static_cast<Algorithm>(i);
     if (algo == best.algo || !supports(kind, algo)) continue;
+    // Hierarchy pays only with several hosts, some of them holding several ranks.
+    if (algo == Algorithm::hier && (hosts_ < 2 || largest_host_ < 2)) continue;
     Choice c = predict(kind, algo, bytes);
     if (c.predicted_us < best.predicted_us) best = c;
   }

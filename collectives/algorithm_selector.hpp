@@ -32,7 +32,10 @@ class AlgorithmSelector {
     double predicted_us = 0;
   };
 
-  AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced, size_t chunk_override);
+  /// `hosts` and `largest_host` (ranks on the most populated host; 0: world_size) describe the
+  /// host layout for the hierarchical allreduce; the defaults mean one host.
+  AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced, size_t chunk_override,
+                    int hosts = 1, int largest_host = 0);
 
   /// The algorithm and chunk for `kind` moving `bytes` (the size every rank agrees on, as in
   /// Operation::agreed_bytes(); for the V forms the total).
@@ -46,6 +49,7 @@ class AlgorithmSelector {
                     double bytes) const;
 
   int n_;
+  int hosts_, largest_host_;
   LinkCost cost_;
   AlgorithmChoice forced_;
   size_t chunk_override_;

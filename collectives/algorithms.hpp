@@ -22,6 +22,9 @@ struct PlanContext {
   /// next to each other, so a ring crosses each boundary once); null: 0, 1, ..., size-1. Not
   /// owned; the same on every rank.
   const std::vector<int>* ring_order = nullptr;
+  /// The host of each rank, numbered 0, 1, ... in order of their lowest rank; null: one host.
+  /// Not owned; the same on every rank.
+  const std::vector<int>* host_of = nullptr;
 
   /// Where `r` stands in the ring order, and who stands at position `p` (taken modulo size).
   int position_of(int r) const;
@@ -52,6 +55,15 @@ struct RecursiveDoublingAllreduce {
 /// Rabenseifner: recursive-halving reduce-scatter, then recursive-doubling allgather (same
 /// folding of extra ranks). log rounds and 2(n-1)/n data: mid sizes.
 struct HalvingDoublingAllreduce {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+
+/// Hierarchical (PlanContext::host_of): reduce within each host to its leader (lowest rank),
+/// allreduce among the leaders, broadcast within each host. Only the leaders' allreduce crosses
+/// hosts. Each phase is an existing builder over a sub-group: chains and a ring from
+/// kRingBytes on, binomial trees and recursive doubling below.
+struct HierarchicalAllreduce {
+  static constexpr size_t kRingBytes = 64 * 1024;
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
 

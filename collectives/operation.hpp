@@ -41,8 +41,9 @@ enum class Algorithm : uint8_t {
   rd,             ///< recursive doubling (binomial tree for rooted operations): fewest rounds
   hd,             ///< recursive halving-doubling (Rabenseifner): mid sizes
   direct,         ///< every rank exchanges with every other rank at once
+  hier,           ///< hierarchical: within hosts, then among one leader per host, then back
 };
-constexpr int kNumAlgorithms = 6;
+constexpr int kNumAlgorithms = 7;
 const char* algorithm_name(Algorithm a);
 /// "ring", "tree", ... or "auto"; false when `name` is none of them.
 bool parse_algorithm(const char* name, Algorithm& out);

@@ -24,6 +24,8 @@ Builder builder(OpKind kind, Algorithm algo) {
           return RecursiveDoublingAllreduce::build;
         case Algorithm::hd:
           return HalvingDoublingAllreduce::build;
+        case Algorithm::hier:
+          return HierarchicalAllreduce::build;
         default:
           return nullptr;
       }
@@ -152,6 +154,8 @@ const char* algorithm_name(Algorithm a) {
       return "hd";
     case Algorithm::direct:
       return "direct";
+    case Algorithm::hier:
+      return "hier";
   }
   return "unknown";
 }

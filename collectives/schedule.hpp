@@ -58,12 +58,21 @@ class Schedule {
   Id average(std::byte* dst, size_t bytes) {
     return add({Step::Kind::average, -1, 0, 0, dst, nullptr, bytes, 0, 0, {}});
   }
+  /// A step that does nothing (a zero-byte copy): one point to order many steps before or after.
+  Id join() { return copy(nullptr, nullptr, 0); }
   /// `after` starts only once `before` completed. kNone on either side is ignored.
   void order(Id before, Id after) {
     if (before == kNone || after == kNone) return;
     steps_[before].then.push_back(after);
     ++steps_[after].waits;
   }
+  /// Moves `sub`, a schedule built for virtual ranks 0..k-1 of a sub-group, into this one: its
+  /// peers become peer_of_virtual_rank[peer], its step tags grow by `tag_offset` (callers pick
+  /// offsets so that no two appended schedules share a tag between the same two ranks), its
+  /// dependencies keep their meaning and its scratch blocks live on here. Its first steps wait
+  /// for `after` (kNone: nothing); returns a join step that completes once all of its steps did.
+  Id append(Schedule&& sub, const std::vector<int>& peer_of_virtual_rank, uint32_t tag_offset,
+            Id after);
   std::vector<Step>& steps() { return steps_; }
   const std::vector<Step>& steps() const { return steps_; }
   /// Memory the schedule needs besides the user's buffers (partial sums, staging); each call

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,11 +39,12 @@ struct PointToPointOp {
 /// What a communicator knows of one of its ranks (for tools such as hcomm-info).
 struct RankInfo {
   int rank = -1;
-  std::string host;        ///< hostname
-  std::string host_id;     ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
-  std::string address;     ///< where it listens
-  std::string transport;   ///< what this rank's link to it uses: "self" or "tcp"
-  int ring_position = -1;  ///< its place in the topology-aware order of rings and chains
+  std::string host;         ///< hostname
+  std::string host_id;      ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
+  std::string address;      ///< where it listens
+  std::string transport;    ///< what this rank's link to it uses: "self" or "tcp"
+  int ring_position = -1;   ///< its place in the topology-aware order of rings and chains
+  uint64_t bytes_sent = 0;  ///< payload bytes this rank has sent to it so far (0 for itself)
 };
 
 class Communicator {

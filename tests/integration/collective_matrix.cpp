@@ -4,7 +4,7 @@
 // result checked against the independent reference of reference.hpp.
 //
 // Algorithms are forced through Config::algo: one communicator per algorithm set ("ring", "tree",
-// "rd", "hd", "direct") plus one with automatic selection (and calibration on), each in two
+// "rd", "hd", "hier", "direct") plus one with automatic selection (and calibration on), each in two
 // flavours: default chunks (counts up to 262147) and 24-byte chunks (counts up to 4099), which
 // send even small inputs through the multi-chunk, pipelined paths. Communicators are created in
 // the same order on every rank; all but the automatic one live only while their cases run.
@@ -51,7 +51,7 @@ constexpr auto kP2pDeadline = std::chrono::seconds(120);
 // ---------------------------------------------------------------- bookkeeping
 
 struct Comm {
-  std::string algo;  // "auto", "ring", "tree", "rd", "hd", "direct"
+  std::string algo;  // "auto", "ring", "tree", "rd", "hd", "hier", "direct"
   bool tiny = false;
   std::unique_ptr<Communicator> c;
   std::string name() const { return algo + (tiny ? " chunk=24" : " chunk=default"); }
@@ -558,6 +558,9 @@ const std::vector<AlgoSet> kAlgoSets = {
     {"tree", {"allreduce", "broadcast", "reduce"}},
     {"rd", {"allreduce", "broadcast", "reduce"}},
     {"hd", {"allreduce"}},
+    // Hierarchical: over the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else
+    // one host, where it is a reduce to the leader and a broadcast.
+    {"hier", {"allreduce"}},
     {"direct",
      {"allgather", "allgatherv", "reduce_scatter", "alltoall", "alltoallv", "gather", "scatter"}},
 };

@@ -67,6 +67,32 @@ TEST_CASE("cost model: few rounds for small messages, bandwidth for large ones")
   }
 }
 
+TEST_CASE("hier: considered only with several hosts, one of them holding several ranks") {
+  LinkCost slow_links;
+  slow_links.alpha_us = 1.0;  // cheap messages: the three phases' extra rounds cost little
+  for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
+    CAPTURE(bytes);
+    // One host (the default), or one rank per host: never hier.
+    for (int n : {2, 4, 8}) {
+      CHECK(AlgorithmSelector(n, slow_links, {}, 0).choose(OpKind::allreduce, bytes).algo !=
+            Algorithm::hier);
+      CHECK(AlgorithmSelector(n, slow_links, {}, 0, n, 1).choose(OpKind::allreduce, bytes).algo !=
+            Algorithm::hier);
+    }
+    // Two hosts of four: a candidate, priced as the sum of its three phases.
+    AlgorithmSelector two_hosts(8, slow_links, {}, 0, 2, 4);
+    const auto hier = two_hosts.predict(OpKind::allreduce, Algorithm::hier, bytes);
+    CHECK(hier.predicted_us > 0);
+    CHECK(hier.chunk_bytes > 0);
+    CHECK(two_hosts.choose(OpKind::allreduce, bytes).predicted_us <= hier.predicted_us);
+  }
+  // Forced, it is used whatever the layout.
+  auto forced = AlgorithmChoice::parse("allreduce=hier");
+  REQUIRE(forced.ok());
+  CHECK(AlgorithmSelector(4, LinkCost{}, forced.value(), 0).choose(OpKind::allreduce, 8).algo ==
+        Algorithm::hier);
+}
+
 TEST_CASE("forced algorithms and chunk sizes win over the model") {
   auto forced = AlgorithmChoice::parse("allreduce=ring;allgather=direct");
   REQUIRE(forced.ok());

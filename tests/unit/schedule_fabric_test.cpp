@@ -207,6 +207,7 @@ struct Case {
   size_t chunk = 8;
   uint64_t seed = 1;
   std::vector<int> order;  ///< PlanContext::ring_order, the same on every rank; empty: null
+  std::vector<int> hosts;  ///< PlanContext::host_of, the same on every rank; empty: null
 };
 
 std::string describe(const Case& c) {
@@ -218,6 +219,10 @@ std::string describe(const Case& c) {
   if (!c.order.empty()) {
     o << " ring order";
     for (int r : c.order) o << " " << r;
+  }
+  if (!c.hosts.empty()) {
+    o << " host_of";
+    for (int h : c.hosts) o << " " << h;
   }
   return o.str();
 }
@@ -493,7 +498,7 @@ std::vector<RankIo> setup(const Case& c) {
 class Fabric {
  public:
   Fabric(std::vector<RankIo>& io, size_t chunk_bytes, bool send_read_only, uint64_t seed,
-         const std::vector<int>* ring_order = nullptr)
+         const std::vector<int>* ring_order = nullptr, const std::vector<int>* host_of = nullptr)
       : io_(io), rng_(seed) {
     // Some runs deliver eagerly (frames mostly arrive before their receive is posted), some
     // lazily (receives mostly posted first).
@@ -503,7 +508,7 @@ class Fabric {
     for (int r = 0; r < n; ++r) {
       Rank& rk = ranks_.emplace_back();
       const coll::Operation& op = io[static_cast<size_t>(r)].op;
-      rk.s = coll::plan(op, coll::PlanContext{r, n, chunk_bytes, ring_order});
+      rk.s = coll::plan(op, coll::PlanContext{r, n, chunk_bytes, ring_order, host_of});
       if (send_read_only && op.send != nullptr)
         rk.read_only = {op.send,
                         op.send + io[static_cast<size_t>(r)].send_elems * dtype_size(op.dtype)};
@@ -771,7 +776,8 @@ class Fabric {
 /// Runs one case on the fabric and checks every rank's buffers; "" when all is well.
 std::string run_case(const Case& c) {
   std::vector<RankIo> io = setup(c);
-  Fabric fabric(io, c.chunk, !c.in_place, c.seed, c.order.empty() ? nullptr : &c.order);
+  Fabric fabric(io, c.chunk, !c.in_place, c.seed, c.order.empty() ? nullptr : &c.order,
+                c.hosts.empty() ? nullptr : &c.hosts);
   std::string err = fabric.run();
   if (!err.empty()) return err;
   // Rings and chains send only to the next rank in the ring order (so a topology-aware order
@@ -782,6 +788,20 @@ std::string run_case(const Case& c) {
       if (st.kind == coll::Step::Kind::send && st.peer != next)
         return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
                ", not to the next rank in the ring order, " + std::to_string(next);
+  }
+  if (c.algo == Algorithm::hier && !c.hosts.empty()) {  // only leaders talk across hosts
+    auto leader = [&](int r) {
+      return std::find(c.hosts.begin(), c.hosts.end(), c.hosts[static_cast<size_t>(r)]) -
+                 c.hosts.begin() ==
+             r;
+    };
+    for (int r = 0; r < c.n; ++r)
+      for (const coll::Step& st : fabric.schedule(r).steps())
+        if (st.kind == coll::Step::Kind::send &&
+            c.hosts[static_cast<size_t>(r)] != c.hosts[static_cast<size_t>(st.peer)] &&
+            !(leader(r) && leader(st.peer)))
+          return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
+                 " on another host, and they are not both leaders";
   }
   const size_t esize = dtype_size(c.dtype);
   for (int r = 0; r < c.n; ++r) {
@@ -907,6 +927,35 @@ void run_matrix(Runner& run, OpKind kind, Algorithm algo, const std::vector<Data
               }
 }
 
+/// Host layouts for the hierarchical allreduce over n ranks, hosts numbered in order of their
+/// lowest rank: one host (null and explicit), contiguous pairs, interleaved over two and three
+/// hosts, contiguous hosts of uneven sizes 3, 1, 2, 3, ... and one rank per host.
+std::vector<std::vector<int>> host_layouts(int n) {
+  std::vector<std::vector<int>> out{{}};
+  auto add = [&](auto host_of_rank) {
+    std::vector<int> h(static_cast<size_t>(n));
+    std::map<int, int> number;
+    for (int r = 0; r < n; ++r) {
+      const int raw = host_of_rank(r);
+      number.emplace(raw, static_cast<int>(number.size()));
+      h[static_cast<size_t>(r)] = number[raw];
+    }
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(std::move(h));
+  };
+  add([](int) { return 0; });
+  add([](int r) { return r / 2; });
+  add([](int r) { return r % 2; });
+  add([](int r) { return r % 3; });
+  add([](int r) {
+    const int sizes[] = {3, 1, 2};
+    int host = 0;
+    for (int left = r; left >= sizes[host % 3]; ++host) left -= sizes[host % 3];
+    return host;
+  });
+  add([](int r) { return r; });
+  return out;
+}
+
 const std::vector<ReduceOp> kOpsAll(std::begin(kAllOps), std::end(kAllOps));
 const std::vector<ReduceOp> kNoOp{ReduceOp::sum};
 
@@ -929,6 +978,58 @@ TEST_CASE("fabric: allreduce, every algorithm") {
   SUBCASE("hd") {
     run_matrix(run, OpKind::allreduce, Algorithm::hd, few, kOpsAll);
   }
+}
+
+TEST_CASE("fabric: hierarchical allreduce over host layouts") {
+  Runner run;
+  const std::vector<DataType> all(std::begin(kAllTypes), std::end(kAllTypes));
+  const std::vector<DataType> few{DataType::float32, DataType::int8};
+  for (int n = 1; n <= 8; ++n) {
+    const auto layouts = host_layouts(n);
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      // Every type for contiguous pairs and uneven hosts (layouts 2 and 5, where they differ).
+      const std::vector<DataType>& types = l == 2 || l + 1 == layouts.size() - 1 ? all : few;
+      for (size_t count : kCounts)
+        for (size_t chunk : kChunks)
+          for (DataType t : types)
+            for (ReduceOp op : kAllOps)
+              for (int in_place = 0; in_place < 2; ++in_place) {
+                const bool big = count * dtype_size(t) / chunk > 64;
+                if (big && (t != types[0] || (op != ReduceOp::sum && op != ReduceOp::avg)))
+                  continue;
+                Case c;
+                c.kind = OpKind::allreduce;
+                c.algo = Algorithm::hier;
+                c.dtype = t;
+                c.redop = op;
+                c.count = count;
+                c.n = n;
+                c.in_place = in_place != 0;
+                c.chunk = chunk;
+                c.hosts = layouts[l];
+                c.seed = static_cast<uint64_t>(n * 1000 + l * 100 + count + chunk) +
+                         static_cast<uint64_t>(op) * 7 + static_cast<uint64_t>(in_place);
+                run(c);
+              }
+    }
+  }
+  // From HierarchicalAllreduce::kRingBytes on, the phases are chains and a ring.
+  for (int n : {5, 8})
+    for (const std::vector<int>& hosts : host_layouts(n))
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
+        for (size_t chunk : {size_t{4096}, size_t{512 * 1024}}) {
+          Case c;
+          c.kind = OpKind::allreduce;
+          c.algo = Algorithm::hier;
+          c.redop = op;
+          c.count = 20011;
+          c.n = n;
+          c.in_place = op == ReduceOp::avg;
+          c.chunk = chunk;
+          c.hosts = hosts;
+          c.seed = static_cast<uint64_t>(n + chunk) + hosts.size();
+          run(c);
+        }
 }
 
 TEST_CASE("fabric: allreduce of a large float32 buffer") {
@@ -1014,7 +1115,8 @@ TEST_CASE("plan: algorithm table, defaults and names") {
                      K::send,      K::recv,      K::reduce,    K::allgatherv,     K::alltoall,
                      K::alltoallv, K::gather,    K::scatter};
   const std::map<K, std::set<Algorithm>> table = {
-      {K::allreduce, {Algorithm::ring, Algorithm::tree, Algorithm::rd, Algorithm::hd}},
+      {K::allreduce,
+       {Algorithm::ring, Algorithm::tree, Algorithm::rd, Algorithm::hd, Algorithm::hier}},
       {K::broadcast, {Algorithm::ring, Algorithm::tree, Algorithm::rd}},
       {K::reduce, {Algorithm::ring, Algorithm::tree, Algorithm::rd}},
       {K::allgather, {Algorithm::ring, Algorithm::direct}},

@@ -31,7 +31,7 @@ const char kUsage[] =
     "                        float32/float, float64/double (default float32)\n"
     "  -o, --op R            sum (default), prod, min, max, avg\n"
     "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
-    "  -a, --algo A          force the algorithm: ring, tree, rd, hd, direct, auto\n"
+    "  -a, --algo A          force the algorithm: ring, tree, rd, hd, hier, direct, auto\n"
     "  -J, --json FILE       also write the results as JSON (rank 0)\n"
     "  -h, --help            this text\n"
     "Sizes follow nccl-tests: size(B) is the larger of the send and the receive buffer of one\n"
@@ -78,7 +78,7 @@ DataType parse_dtype_arg(const char* s) {
   return t;
 }
 
-constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "direct", "auto"};
+constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
 
 }  // namespace
 
@@ -148,7 +148,7 @@ Options parse_options(int argc, char** argv) {
               return std::strcmp(a, optarg) == 0;
             }) == std::end(kAlgos))
           usage_error(std::string("-a: unknown algorithm '") + optarg +
-                      "' (ring, tree, rd, hd, direct, auto)");
+                      "' (ring, tree, rd, hd, hier, direct, auto)");
         o.algo = optarg;
         break;
       case 'J':

@@ -73,19 +73,21 @@ void Report::header() const {
                 o_.step_factor);
   std::printf(" warmup iters: %d iters: %d validation: %d\n#\n", o_.warmup, o_.iters,
               o_.check ? 1 : 0);
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s\n", "size", "count", "type",
-              "redop", "root", "algo", "time", "algbw", "busbw", "#wrong");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "",
-              "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s\n", "size", "count",
+              "type", "redop", "root", "algo", "time", "algbw", "busbw", "#wrong", "xhost");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s\n", "(B)", "(elements)",
+              "", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(B/op)");
   std::fflush(stdout);
 }
 
 void Report::row(const Row& r) {
   rows_.push_back(r);
   const std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
-  std::printf("  %10zu  %12zu  %8s  %6s  %6d  %8s  %9.2f  %7.2f  %7.2f  %6s\n", r.bytes, r.count,
-              hcomm::dtype_name(o_.dtype), redop_name(), root(),
-              r.algo.empty() ? "-" : r.algo.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str());
+  const std::string xhost = r.cross_host_bytes < 0 ? "-" : std::to_string(r.cross_host_bytes);
+  std::printf("  %10zu  %12zu  %8s  %6s  %6d  %8s  %9.2f  %7.2f  %7.2f  %6s  %12s\n", r.bytes,
+              r.count, hcomm::dtype_name(o_.dtype), redop_name(), root(),
+              r.algo.empty() ? "-" : r.algo.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(),
+              xhost.c_str());
   std::fflush(stdout);
 }
 
@@ -118,9 +120,10 @@ bool Report::write_json(FILE* f) const {
     const std::string wrong = r.wrong < 0 ? "null" : std::to_string(r.wrong);
     std::fprintf(f,
                  "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
-                 "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s}",
+                 "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s}",
                  i == 0 ? "" : ",", common.c_str(), r.bytes, r.count, json_string(r.algo).c_str(),
-                 r.time_us, r.algbw, r.busbw, wrong.c_str());
+                 r.time_us, r.algbw, r.busbw, wrong.c_str(),
+                 r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str());
   }
   std::fprintf(f, "]}\n");
   return std::ferror(f) == 0;

@@ -60,7 +60,7 @@ Row Runner::run(size_t nominal_bytes) {
   row.count = c.count;
   // The library sizes its choice by the count as passed (one rank's block for the block ops).
   row.algo = comm_.algorithm_for(spec_.name, c.count * hcomm::dtype_size(c.dtype));
-  row.time_us = measure(c, b);
+  row.time_us = measure(c, b, &row.cross_host_bytes);
   if (row.time_us > 0) row.algbw = static_cast<double>(row.bytes) / row.time_us / 1e3;
   row.busbw = row.algbw * spec_.bus_factor(c.n);
   if (o_.check) row.wrong = check(c, b);
@@ -108,15 +108,35 @@ void Runner::fill(const Case& c, const Buffers& b, bool sentinels) const {
   }
 }
 
-double Runner::measure(const Case& c, const Buffers& b) {
+int64_t Runner::sent_across_hosts() const {
+  const auto ranks = comm_.ranks();
+  const std::string& mine = ranks[static_cast<size_t>(comm_.rank())].host_id;
+  int64_t sent = 0;
+  bool other_hosts = false;
+  for (const auto& r : ranks) {
+    if (r.host_id == mine) continue;
+    other_hosts = true;
+    sent += static_cast<int64_t>(r.bytes_sent);
+  }
+  return other_hosts ? sent : -1;
+}
+
+double Runner::measure(const Case& c, const Buffers& b, int64_t* cross_host_bytes) {
   for (int i = 0; i < o_.warmup; ++i) run_once(c, b);
   barrier();  // start the timed iterations together
+  const int64_t sent_before = sent_across_hosts();
   std::vector<double> us(static_cast<size_t>(o_.iters));
   for (double& t : us) {
     const auto t0 = Clock::now();
     run_once(c, b);
     t = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   }
+  // Counted before the allreduces below, which cross hosts too.
+  int64_t mine = sent_before < 0 ? -1 : (sent_across_hosts() - sent_before) / o_.iters;
+  int64_t all = 0;
+  Status counted = comm_.allreduce(&mine, &all, 1, DataType::int64, ReduceOp::sum);
+  if (!counted.ok()) fail("allreduce of the byte counts", counted);
+  *cross_host_bytes = sent_before < 0 ? -1 : all;
   // The median resists a stray slow iteration; the slowest rank's median is what a step that
   // waits for all ranks sees.
   std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());

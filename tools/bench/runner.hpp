@@ -19,6 +19,9 @@ struct Row {
   std::string algo;
   double time_us = 0, algbw = 0, busbw = 0;
   int64_t wrong = -1;  // -1: not checked
+  /// Payload bytes one operation sends between ranks of different hosts, all ranks together
+  /// (-1: every rank on one host). What topology-aware algorithms are meant to reduce.
+  int64_t cross_host_bytes = -1;
 };
 
 // A failing operation ends the process with kExitWrong: a benchmark cannot go on without it.
@@ -36,7 +39,9 @@ class Runner {
   void barrier();
   Buffers allocate(const Case& c) const;
   void fill(const Case& c, const Buffers& b, bool sentinels) const;
-  double measure(const Case& c, const Buffers& b);
+  double measure(const Case& c, const Buffers& b, int64_t* cross_host_bytes);
+  /// Bytes this rank has sent so far to ranks on other hosts; -1 when all share its host.
+  int64_t sent_across_hosts() const;
   int64_t check(const Case& c, const Buffers& b);
 
   Communicator& comm_;

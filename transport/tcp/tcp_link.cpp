@@ -160,6 +160,9 @@ void TcpLink::fail(const Status& status, bool notify) {
 }
 
 void TcpLink::post_send(SendRequest* request) {
+  if (params_.bytes_sent != nullptr &&
+      request->header.kind == static_cast<uint8_t>(FrameKind::data))
+    params_.bytes_sent->fetch_add(request->header.length, std::memory_order_relaxed);
   if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
   request->header.link_seq = next_link_seq_++;
   request->header.src_rank = params_.my_rank;

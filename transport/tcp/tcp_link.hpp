@@ -5,6 +5,7 @@
 // its streams are. Engine thread only.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -30,6 +31,9 @@ struct TcpLinkParams {
   std::string peer_endpoint;  ///< "a.b.c.d:port" of the peer's listener
   int num_streams = 1;
   SocketOptions socket_options;
+  /// Counts the payload bytes of data frames sent to the peer (not owned; may be null): read by
+  /// other threads, hence atomic.
+  std::atomic<uint64_t>* bytes_sent = nullptr;
 };
 
 class TcpLink final : public Link, public StreamOwner {
