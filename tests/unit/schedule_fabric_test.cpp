@@ -1006,7 +1006,7 @@ TEST_CASE("fabric: hierarchical allreduce over host layouts") {
                 c.n = n;
                 c.in_place = in_place != 0;
                 c.chunk = chunk;
-                c.hosts = layouts[l];
+                c.hosts = std::vector<int>(layouts[l]);  // copy-assigning trips GCC 12 -Wnonnull
                 c.seed = static_cast<uint64_t>(n * 1000 + l * 100 + count + chunk) +
                          static_cast<uint64_t>(op) * 7 + static_cast<uint64_t>(in_place);
                 run(c);
@@ -1026,7 +1026,7 @@ TEST_CASE("fabric: hierarchical allreduce over host layouts") {
           c.n = n;
           c.in_place = op == ReduceOp::avg;
           c.chunk = chunk;
-          c.hosts = hosts;
+          c.hosts = std::vector<int>(hosts);
           c.seed = static_cast<uint64_t>(n + chunk) + hosts.size();
           run(c);
         }
