@@ -228,7 +228,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   params.rank = cfg.rank;
   params.size = cfg.world_size;
   params.streams_per_peer = cfg.sockets_per_peer;
-  params.socket_options = {cfg.send_buf_size, cfg.recv_buf_size};
+  params.socket_options = {cfg.send_buf_size, cfg.recv_buf_size, cfg.tcp_congestion};
   auto plane = std::make_shared<DataPlane>(runtime->engine(), std::move(listener.value()), params);
 
   CommunicatorState cs;

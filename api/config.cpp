@@ -141,6 +141,7 @@ Expected<Config> Config::from_env() {
 
   c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
   c.topo_file = env("HCOMM_TOPO_FILE");
+  if (const char* cc = std::getenv("HCOMM_TCP_CONGESTION")) c.tcp_congestion = cc;
   constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
   constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
   Status checks[] = {

@@ -29,6 +29,9 @@ struct Config {
   size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
   size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
   int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
+  /// HCOMM_TCP_CONGESTION: TCP congestion control for hcomm's sockets; "" keeps the kernel's.
+  /// CUBIC by default: BBR's pacing stretches every large transfer of a collective.
+  std::string tcp_congestion = "cubic";
   /// HCOMM_CHUNK_SIZE: pipelining unit of collectives; 0 = chosen per operation by the cost model.
   size_t chunk_bytes = 0;
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "log/log.hpp"
+
 namespace hcomm::transport::tcp {
 
 Status configure_socket(int fd, const SocketOptions& options) {
@@ -17,6 +19,13 @@ Status configure_socket(int fd, const SocketOptions& options) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
     return {HCOMM_ERR_TRANSPORT, std::string("setsockopt(TCP_NODELAY): ") + strerror(errno)};
+  // BBR, a common default, paces a large send over time, and a collective waits for all of it:
+  // a 2 MiB allreduce on loopback took 0.8-0.9 ms under BBR and 0.35-0.5 ms under CUBIC.
+  if (!options.congestion.empty() &&
+      setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, options.congestion.data(),
+                 static_cast<socklen_t>(options.congestion.size())) != 0)
+    HCOMM_LOG(debug, log::kNet, "setsockopt(TCP_CONGESTION, %s): %s; keeping the default",
+              options.congestion.c_str(), strerror(errno));
   if (options.send_buf_size > 0) {
     int v = static_cast<int>(options.send_buf_size);
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) != 0)

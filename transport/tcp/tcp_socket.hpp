@@ -16,9 +16,11 @@ namespace hcomm::transport::tcp {
 struct SocketOptions {
   size_t send_buf_size = 0;  ///< SO_SNDBUF, 0 = kernel default
   size_t recv_buf_size = 0;  ///< SO_RCVBUF, 0 = kernel default
+  std::string congestion;    ///< TCP_CONGESTION, "" = kernel default
 };
 
-/// Applies O_NONBLOCK, TCP_NODELAY and the buffer sizes.
+/// Applies O_NONBLOCK, TCP_NODELAY, the buffer sizes and the congestion control (best effort:
+/// an algorithm the kernel does not offer or allow leaves its default, logged at debug).
 Status configure_socket(int fd, const SocketOptions& options);
 /// "a.b.c.d:port" → sockaddr_in.
 bool parse_ipv4_endpoint(const std::string& endpoint, sockaddr_in* out);
