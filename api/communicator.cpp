@@ -62,8 +62,10 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
       driver_(
           std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))),
       ring_order_(std::move(ring_order)) {
-  for (size_t p = 0; p < ring_order_.size(); ++p)
-    if (ring_order_[p] != static_cast<int>(p)) ring_is_identity_ = false;
+  // Like host_of_: empty when it would say nothing (the identity), so plans skip it.
+  bool identity = true;
+  for (size_t p = 0; p < ring_order_.size(); ++p) identity &= ring_order_[p] == static_cast<int>(p);
+  if (identity) ring_order_.clear();
   // Hosts numbered in order of their lowest rank: the same numbering on every rank.
   std::map<std::string, int> host_index;
   for (const auto& place : control_->places()) {
@@ -124,9 +126,9 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
     auto choice = selector_->choose(op->kind, op->agreed_bytes());
     op->algo = choice.algo;
     log_choice(*op, choice);
-    schedule = coll::plan(
-        *op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
-              ring_is_identity_ ? nullptr : &ring_order_, host_of_.empty() ? nullptr : &host_of_});
+    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
+                                ring_order_.empty() ? nullptr : &ring_order_,
+                                host_of_.empty() ? nullptr : &host_of_});
   }
   control_->start(std::move(op), std::move(schedule), caller_waits);
   return work;
@@ -381,8 +383,8 @@ std::vector<RankInfo> Communicator::ranks() const {
                    r == rank() ? 0 : impl_->control().bytes_sent(r)});
   }
   const auto& order = impl_->ring_order();
-  for (size_t p = 0; p < order.size(); ++p)
-    out[static_cast<size_t>(order[p])].ring_position = static_cast<int>(p);
+  for (size_t p = 0; p < out.size(); ++p)
+    out[order.empty() ? p : static_cast<size_t>(order[p])].ring_position = static_cast<int>(p);
   return out;
 }
 

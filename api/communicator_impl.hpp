@@ -43,7 +43,7 @@ class CommunicatorImpl {
 
   const coll::AlgorithmSelector& selector() const { return *selector_; }
   const actors::CommunicatorControl& control() const { return *control_; }
-  /// Ranks in ring order (topology-aware).
+  /// Ranks in ring order (topology-aware); empty when that is 0, 1, ..., size-1.
   const std::vector<int>& ring_order() const { return ring_order_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
   Status calibrate();
@@ -68,10 +68,9 @@ class CommunicatorImpl {
   coll::AlgorithmChoice forced_;
   std::unique_ptr<coll::AlgorithmSelector> selector_;
   std::shared_ptr<EngineDriver> driver_;
-  std::vector<int> ring_order_;
-  bool ring_is_identity_ = true;
-  std::vector<int> host_of_;  // host index per rank, by lowest rank; empty: one host
-  std::mutex submit_mutex_;   // numbering, planning and hand-off happen in call order
+  std::vector<int> ring_order_;  // empty: the identity
+  std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
+  std::mutex submit_mutex_;      // numbering, planning and hand-off happen in call order
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
 };

@@ -5,18 +5,14 @@
 // the writer laps them). New versions bump a futex word that waiting readers sleep on.
 #include "hcomm/shared_memory_channel.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <climits>
 #include <cstring>
-#include <ctime>
 #include <thread>
 
+#include "transport/futex.hpp"
 #include "transport/shm/shared_segment.hpp"
 
 namespace hcomm {
@@ -66,17 +62,6 @@ Status check_name(const std::string& name) {
       return {HCOMM_ERR_INVALID_ARG, "SharedMemoryChannel: name '" + name +
                                          "' may hold only letters, digits, '.', '_' and '-'"};
   return {};
-}
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, Clock::duration d) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-  if (ns <= 0) return;
-  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
 }  // namespace
@@ -200,7 +185,7 @@ Status SharedMemoryChannel::write(const void* data, size_t bytes) {
   h.active.store(next, std::memory_order_release);
   h.seq.fetch_add(1, std::memory_order_acq_rel);  // even: stable
   h.notify.fetch_add(1, std::memory_order_release);
-  futex_wake_all(&h.notify);
+  transport::futex_wake(&h.notify, INT_MAX, transport::FutexScope::shared);
   return {};
 }
 
@@ -239,7 +224,9 @@ Expected<uint64_t> SharedMemoryChannel::read(std::vector<std::byte>& out, uint64
                                            "': no version newer than " +
                                            std::to_string(newer_than) + " within " +
                                            std::to_string(timeout.count()) + " ms"};
-    futex_wait(&h.notify, seen, std::min<Clock::duration>(deadline - now, kLivenessCheck));
+    transport::futex_wait(&h.notify, seen,
+                          std::min<Clock::duration>(deadline - now, kLivenessCheck),
+                          transport::FutexScope::shared);
   }
 }
 
@@ -258,7 +245,7 @@ SharedMemoryChannel::~SharedMemoryChannel() {
   Header& h = state_->header();
   h.closed.store(1, std::memory_order_release);
   h.notify.fetch_add(1, std::memory_order_release);
-  futex_wake_all(&h.notify);
+  transport::futex_wake(&h.notify, INT_MAX, transport::FutexScope::shared);
   SharedSegment::unlink(segment_name(state_->name));
 }
 

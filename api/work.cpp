@@ -1,28 +1,11 @@
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <climits>
-#include <ctime>
 
 #include "api/completion.hpp"
 #include "hcomm/work.hpp"
+#include "transport/futex.hpp"
 
 namespace hcomm {
 namespace detail {
-namespace {
-
-void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, const timespec* timeout) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, timeout,
-          nullptr, 0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>* addr) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
-}
-
-}  // namespace
 
 void Completion::complete(Status status) {
   Work::Callback cb;
@@ -35,7 +18,7 @@ void Completion::complete(Status status) {
     waited = state_.exchange(kDone, std::memory_order_acq_rel) == kWaited;
     cb = std::move(callback_);
   }
-  if (waited) futex_wake_all(&state_);
+  if (waited) transport::futex_wake(&state_, INT_MAX);
   if (cb) cb(status_);
 }
 
@@ -47,9 +30,7 @@ bool Completion::wait_until(std::chrono::steady_clock::time_point deadline) cons
     if (now >= deadline) return false;
     uint32_t expected = kPending;
     if (!state_.compare_exchange_strong(expected, kWaited) && expected == kDone) break;
-    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
-    timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-    futex_wait(&state_, kWaited, &ts);
+    transport::futex_wait(&state_, kWaited, deadline - now);
   }
   return true;
 }

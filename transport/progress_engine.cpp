@@ -1,16 +1,14 @@
 #include "transport/progress_engine.hpp"
 
-#include <linux/futex.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "log/log.hpp"
+#include "transport/futex.hpp"
 
 namespace hcomm::transport {
 namespace {
@@ -34,17 +32,6 @@ int64_t now_ns() {
       .count();
 }
 
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
-  timespec ts{static_cast<time_t>(timeout_ns / 1000000000),
-              static_cast<long>(timeout_ns % 1000000000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
-          0);
-}
-
-void futex_wake_one(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 }  // namespace
 
 ProgressEngine::ProgressEngine() {
@@ -60,9 +47,7 @@ ProgressEngine::ProgressEngine() {
 
 ProgressEngine::~ProgressEngine() {
   stopping_.store(true);
-  uint64_t one = 1;
-  ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-  (void)ignored;
+  ring_doorbell();
   wake_engine_thread();
   thread_.join();
   drain_tasks();  // tasks posted during shutdown still release what they own
@@ -76,27 +61,26 @@ void ProgressEngine::post(Task task, bool caller_drives) {
   // A parked engine thread is not woken: a caller drives (and drains the queue), or drove a
   // moment ago and the engine thread looks by itself within kLingerNs / kParkCheckNs. Waking it
   // here, typically just before the poster waits and drives, costs that wait ~50 us.
-  if (sleeping_.exchange(false)) {
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-    (void)ignored;
-  }
+  if (sleeping_.exchange(false)) ring_doorbell();
+}
+
+void ProgressEngine::ring_doorbell() {
+  uint64_t one = 1;
+  ssize_t ignored = write(wake_fd_, &one, sizeof(one));
+  (void)ignored;
 }
 
 void ProgressEngine::wake_engine_thread() {
   handoff_.store(true);
   park_word_.fetch_add(1);
-  futex_wake_one(&park_word_);
+  futex_wake(&park_word_, 1);
 }
 
 bool ProgressEngine::drive_until(const std::function<bool()>& done, Clock::time_point until) {
   if (done()) return true;
   callers_.fetch_add(1);
-  if (sleeping_.exchange(false)) {  // the engine thread blocks in epoll holding the drive mutex
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-    (void)ignored;
-  }
+  // The engine thread may block in epoll holding the drive mutex: get it out.
+  if (sleeping_.exchange(false)) ring_doorbell();
   std::unique_lock<std::mutex> lock(drive_mutex_, std::defer_lock);
   // Another thread drives: it progresses this caller's work too, so watch done() meanwhile.
   for (unsigned spins = 0; !lock.try_lock(); ++spins) {
@@ -180,12 +164,12 @@ void ProgressEngine::fire_timers() {
 void ProgressEngine::park() {
   const uint32_t word = park_word_.load();
   if (callers_.load() > 0) {
-    futex_wait(&park_word_, word, kParkCheckNs);
+    futex_wait(&park_word_, word, std::chrono::nanoseconds(kParkCheckNs));
     return;
   }
   const int64_t idle_for = now_ns() - last_caller_ns_.load();
   if (handoff_.exchange(false) || idle_for >= kLingerNs) return;
-  futex_wait(&park_word_, word, kLingerNs - idle_for);
+  futex_wait(&park_word_, word, std::chrono::nanoseconds(kLingerNs - idle_for));
 }
 
 void ProgressEngine::run() {

@@ -74,6 +74,8 @@ class ProgressEngine {
   /// window after the last activity has passed.
   void poll_once(bool may_sleep);
   void park();
+  /// Makes a blocking epoll_wait return (the eventfd).
+  void ring_doorbell();
   void wake_engine_thread();
   void drain_tasks();
   int next_timeout_ms();
