@@ -8,6 +8,7 @@
 
 #include <future>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "actors/bootstrap/interface_address.hpp"
@@ -17,6 +18,8 @@
 #include "actors/data_plane.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
+#include "transport/shm/link_segment.hpp"
+#include "transport/shm/slot_board.hpp"
 #include "log/log.hpp"
 #include "topology/host_identity.hpp"
 
@@ -140,6 +143,8 @@ struct CommunicatorControl::State {
   communicator_actor actor;
   int local_ranks = 0;
   std::vector<RankPlace> places;
+  std::vector<std::string> transports;
+  std::optional<transport::shm::SlotBoard> slot_board;
 };
 
 Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(const Config& cfg) {
@@ -222,7 +227,41 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
             cfg.world_size, endpoints[static_cast<size_t>(cfg.rank)].c_str(),
             cfg.root_addr.c_str());
 
+  // Shared memory to the peers on this host, unless HCOMM_TRANSPORT=tcp.
+  std::vector<std::string> transports(static_cast<size_t>(cfg.world_size), "tcp");
+  std::vector<bool> shm_peers(static_cast<size_t>(cfg.world_size), false);
+  bool any_shm = false;
+  for (int r = 0; r < cfg.world_size; ++r) {
+    const bool same_host = places[static_cast<size_t>(r)].host_id == host.id;
+    if (r == cfg.rank) {
+      transports[static_cast<size_t>(r)] = "self";
+    } else if (same_host && cfg.transport != "tcp") {
+      transports[static_cast<size_t>(r)] = "shm";
+      shm_peers[static_cast<size_t>(r)] = true;
+      any_shm = true;
+    } else if (cfg.transport == "shm") {
+      return Status{HCOMM_ERR_INVALID_ARG,
+                    "HCOMM_TRANSPORT=shm, but rank " + std::to_string(r) + " runs on host " +
+                        places[static_cast<size_t>(r)].host_name + " (" +
+                        places[static_cast<size_t>(r)].host_id + "), not on this one (" +
+                        host.name + "): use HCOMM_TRANSPORT=auto to reach other "
+                                                 "hosts over TCP"};
+    }
+  }
+  // Segments of crashed runs go before this one adds its own (see transport/shm/link_segment).
+  if (any_shm) transport::shm::reap_dead_link_segments();
+  // Every rank on this host: small collectives run on a slot board, without links.
+  std::optional<transport::shm::SlotBoard> board;
+  int ranks_here = 0;
+  for (const auto& p : places) ranks_here += p.host_id == host.id;
+  if (cfg.transport != "tcp" && cfg.world_size > 1 && ranks_here == cfg.world_size) {
+    auto b = transport::shm::SlotBoard::establish(uid, cfg.rank, cfg.world_size, deadline);
+    if (!b.ok()) return b.status();
+    board = std::move(b.value());
+  }
+
   DataPlaneParams params;
+  params.shm_peers = shm_peers;
   params.comm_uid = uid;
   params.comm_id = static_cast<uint32_t>(uid ^ (uid >> 32));
   params.rank = cfg.rank;
@@ -246,6 +285,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->actor = actor;
   for (const auto& p : places) state->local_ranks += p.host_id == host.id;
   state->places = std::move(places);
+  state->transports = std::move(transports);
+  state->slot_board = std::move(board);
   std::unique_ptr<CommunicatorControl> control(new CommunicatorControl(std::move(state)));
   // A little past the deadline: the links report their own timeouts with better messages.
   if (!ready->wait_until(deadline + std::chrono::seconds(2)))
@@ -300,6 +341,30 @@ int CommunicatorControl::local_ranks() const {
 
 const std::vector<RankPlace>& CommunicatorControl::places() const {
   return state_->places;
+}
+
+void CommunicatorControl::add_poller(transport::Poller* poller) {
+  state_->runtime->engine().post([&engine = state_->runtime->engine(), poller] {
+    engine.add_poller(poller);
+  });
+}
+
+void CommunicatorControl::remove_poller(transport::Poller* poller) {
+  std::promise<void> removed;
+  auto gone = removed.get_future();
+  state_->runtime->engine().post([&engine = state_->runtime->engine(), poller, &removed] {
+    engine.remove_poller(poller);
+    removed.set_value();
+  });
+  gone.wait();
+}
+
+std::optional<transport::shm::SlotBoard> CommunicatorControl::take_slot_board() {
+  return std::exchange(state_->slot_board, std::nullopt);
+}
+
+const std::string& CommunicatorControl::transport_to(int peer) const {
+  return state_->transports[static_cast<size_t>(peer)];
 }
 
 uint64_t CommunicatorControl::bytes_sent(int peer) const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "collectives/schedule.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/shm/slot_board.hpp"
 
 namespace hcomm::actors {
 
@@ -39,6 +42,14 @@ class CommunicatorControl {
   int local_ranks() const;
   /// Every rank's place, by rank (from the rendezvous).
   const std::vector<RankPlace>& places() const;
+  /// Has the progress engine look at `poller` on every round / stop doing so (returns once the
+  /// engine no longer touches it).
+  void add_poller(transport::Poller* poller);
+  void remove_poller(transport::Poller* poller);
+  /// The slot board of a communicator whose ranks are all on this host (once; empty otherwise).
+  std::optional<transport::shm::SlotBoard> take_slot_board();
+  /// What this rank's link to `peer` uses: "self", "shm" or "tcp".
+  const std::string& transport_to(int peer) const;
   /// Payload bytes this rank has sent to `peer` over its link so far.
   uint64_t bytes_sent(int peer) const;
 

@@ -26,6 +26,23 @@ DataPlane::~DataPlane() {
 void DataPlane::connect_peer(int peer, const std::string& endpoint,
                              transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
                              Callback on_down) {
+  auto& link = links_[static_cast<size_t>(peer)];
+  on_down_[static_cast<size_t>(peer)] = std::move(on_down);
+  if (peer < static_cast<int>(params_.shm_peers.size()) &&
+      params_.shm_peers[static_cast<size_t>(peer)]) {
+    transport::shm::ShmLinkParams p;
+    p.comm_id = params_.comm_id;
+    p.comm_uid = params_.comm_uid;
+    p.my_rank = params_.rank;
+    p.peer = peer;
+    p.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
+    auto shm = std::make_unique<transport::shm::ShmLink>(engine_, p, *this, std::move(on_up));
+    executor_.set_link(peer, shm.get());
+    auto* raw = shm.get();
+    link = std::move(shm);
+    raw->establish(deadline);
+    return;
+  }
   transport::tcp::TcpLinkParams p;
   p.comm_id = params_.comm_id;
   p.comm_uid = params_.comm_uid;
@@ -36,16 +53,16 @@ void DataPlane::connect_peer(int peer, const std::string& endpoint,
   p.num_streams = params_.streams_per_peer;
   p.socket_options = params_.socket_options;
   p.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
-  auto& link = links_[static_cast<size_t>(peer)];
-  link = std::make_unique<transport::tcp::TcpLink>(engine_, p, *this, std::move(on_up));
-  on_down_[static_cast<size_t>(peer)] = std::move(on_down);
-  executor_.set_link(peer, link.get());
+  auto tcp = std::make_unique<transport::tcp::TcpLink>(engine_, p, *this, std::move(on_up));
+  executor_.set_link(peer, tcp.get());
+  auto* raw = tcp.get();
+  link = std::move(tcp);
   // The higher rank connects, the lower one accepts: exactly one connection set per pair.
   if (params_.rank > peer) {
-    link->connect(deadline);
+    raw->connect(deadline);
   } else {
-    link->expect(deadline);
-    listener_->route(peer, link.get());
+    raw->expect(deadline);
+    listener_->route(peer, raw);
   }
 }
 

@@ -1,5 +1,5 @@
-// The engine-side objects of one communicator: its listener, one link per peer and the schedule
-// executor. Lives on the progress engine's thread; the actors reach it only through
+// The engine-side objects of one communicator: its listener, one link per peer (shared memory to
+// a peer on this host, TCP otherwise) and the schedule executor. Lives on the progress engine's thread; the actors reach it only through
 // ProgressEngine::post().
 #pragma once
 
@@ -11,6 +11,7 @@
 
 #include "collectives/schedule_executor.hpp"
 #include "transport/progress_engine.hpp"
+#include "transport/shm/shm_link.hpp"
 #include "transport/tcp/tcp_link.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
@@ -23,6 +24,8 @@ struct DataPlaneParams {
   int size = 1;
   int streams_per_peer = 1;
   transport::tcp::SocketOptions socket_options;
+  /// By peer: reach it through shared memory (it is on this host), not TCP.
+  std::vector<bool> shm_peers;
 };
 
 class DataPlane final : public transport::LinkObserver {
@@ -69,7 +72,7 @@ class DataPlane final : public transport::LinkObserver {
   DataPlaneParams params_;
   std::unique_ptr<transport::tcp::TcpListener> listener_;
   coll::ScheduleExecutor executor_;
-  std::vector<std::unique_ptr<transport::tcp::TcpLink>> links_;
+  std::vector<std::unique_ptr<transport::Link>> links_;
   std::vector<Callback> on_down_;
   std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
 };

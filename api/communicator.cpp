@@ -73,6 +73,11 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
     host_of_.push_back(it->second);
   }
   if (host_index.size() <= 1) host_of_.clear();
+  if (auto board = control_->take_slot_board()) {
+    slots_ = std::make_shared<coll::SlotCollectives>(
+        std::move(*board), cfg_.rank, spin_budget(cfg_, control_->local_ranks()));
+    control_->add_poller(slots_.get());
+  }
   make_selector(coll::LinkCost{});
 }
 
@@ -87,6 +92,8 @@ void CommunicatorImpl::make_selector(const coll::LinkCost& cost) {
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  if (slots_) control_->remove_poller(slots_.get());
+  slots_.reset();
   driver_.reset();  // Works that outlive the communicator wait without driving
   control_.reset();
 }
@@ -113,8 +120,15 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
       return work;
     }
   }
-  op->completion->set_driver(driver_);
   std::lock_guard<std::mutex> lock(submit_mutex_);
+  if (collective && slots_ && slots_->handles(*op)) {
+    // Numbered like every collective (every rank takes this path for this call).
+    op->seq = next_seq_++;
+    op->completion->set_driver(slots_);
+    slots_->start(std::move(op), std::chrono::steady_clock::now() + cfg_.op_timeout);
+    return work;
+  }
+  op->completion->set_driver(driver_);
   if (collective) {
     op->seq = next_seq_++;
   } else {
@@ -311,9 +325,9 @@ Status check_config(const Config& cfg) {
             "rank " + std::to_string(cfg.rank) + " is not in [0, " +
                 std::to_string(cfg.world_size) +
                 "): set HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)"};
-  if (cfg.transport != "tcp" && cfg.transport != "auto")
-    return {HCOMM_ERR_NO_DEVICE,
-            "HCOMM_TRANSPORT=" + cfg.transport + " is not available in this build: use tcp"};
+  if (cfg.transport != "tcp" && cfg.transport != "shm" && cfg.transport != "auto")
+    return {HCOMM_ERR_NO_DEVICE, "HCOMM_TRANSPORT=" + cfg.transport +
+                                     " is not available in this build: use auto, shm or tcp"};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
   if (cfg.chunk_bytes != 0 && cfg.chunk_bytes < 8)
@@ -379,7 +393,7 @@ std::vector<RankInfo> Communicator::ranks() const {
   const auto& places = impl_->control().places();
   for (int r = 0; r < static_cast<int>(places.size()); ++r) {
     const auto& p = places[static_cast<size_t>(r)];
-    out.push_back({r, p.host_name, p.host_id, p.endpoint, r == rank() ? "self" : "tcp", -1,
+    out.push_back({r, p.host_name, p.host_id, p.endpoint, impl_->control().transport_to(r), -1,
                    r == rank() ? 0 : impl_->control().bytes_sent(r)});
   }
   const auto& order = impl_->ring_order();

@@ -13,6 +13,7 @@
 #include "api/completion.hpp"
 #include "collectives/algorithm_selector.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/slot_collectives.hpp"
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/work.hpp"
@@ -70,6 +71,7 @@ class CommunicatorImpl {
   std::shared_ptr<EngineDriver> driver_;
   std::vector<int> ring_order_;  // empty: the identity
   std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
+  std::shared_ptr<coll::SlotCollectives> slots_;  // one-host communicators: small collectives
   std::mutex submit_mutex_;      // numbering, planning and hand-off happen in call order
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far

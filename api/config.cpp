@@ -22,7 +22,7 @@ Status invalid(std::string message) {
 }
 
 /// Transports HCOMM_TRANSPORT accepts (the communicator reports which ones this build has).
-constexpr const char* kTransports[] = {"tcp", "shm", "rdma"};
+constexpr const char* kTransports[] = {"auto", "tcp", "shm", "rdma"};
 
 /// Parses a byte count: digits, then optionally K, M or G (powers of 1024, either case), then
 /// optionally "B" or "iB": "4096", "64K", "4M", "1GiB". The result must be in [min, max].

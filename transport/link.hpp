@@ -78,6 +78,8 @@ class Link {
  public:
   virtual ~Link() = default;
   virtual int peer() const = 0;
+  /// Established and not failed or closed.
+  virtual bool is_up() const = 0;
   /// "tcp 127.0.0.1:40123 (rank 3)": for every log line and error about this peer.
   virtual const std::string& describe() const = 0;
   virtual LinkCaps caps() const = 0;

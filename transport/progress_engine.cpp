@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace {
 // After activity the engine thread polls without sleeping for this long: a reply to a small frame
 // usually arrives within it, and an epoll sleep/wake-up costs more.
 constexpr auto kBusyPoll = std::chrono::microseconds(30);
+// With shared-memory pollers, a busy round calls epoll_wait only every this many rounds.
+constexpr unsigned kPollsPerEpoll = 16;
 // How long the engine thread stays parked after a caller stopped driving: a loop of blocking
 // operations is back well within it (so the engine thread never runs in between), and work left
 // running after the caller returned waits at most this long for progress.
@@ -130,6 +133,27 @@ void ProgressEngine::cancel_timer(TimerId id) {
   timers_.erase(id);
 }
 
+void ProgressEngine::add_poller(Poller* poller) {
+  pollers_.push_back(poller);
+}
+
+void ProgressEngine::remove_poller(Poller* poller) {
+  for (auto& p : pollers_)
+    if (p == poller) p = nullptr;
+  pollers_removed_ = true;
+}
+
+bool ProgressEngine::run_pollers() {
+  bool worked = false;
+  for (size_t i = 0; i < pollers_.size(); ++i)  // a poll may add pollers (never remove slots)
+    if (Poller* p = pollers_[i]) worked |= p->poll();
+  if (pollers_removed_) {
+    pollers_removed_ = false;
+    pollers_.erase(std::remove(pollers_.begin(), pollers_.end(), nullptr), pollers_.end());
+  }
+  return worked;
+}
+
 void ProgressEngine::drain_tasks() {
   Task* t = nullptr;
   while (tasks_.pop(t)) {
@@ -184,16 +208,29 @@ void ProgressEngine::run() {
 void ProgressEngine::poll_once(bool may_sleep) {
   drain_tasks();
   fire_timers();
+  if (!pollers_.empty()) {
+    if (run_pollers()) {
+      busy_until_ = Clock::now() + kBusyPoll;
+      // Shared memory is busy: look at the sockets only every few rounds (epoll_wait is a
+      // system call, a ring look is a load).
+      if (++rounds_ % kPollsPerEpoll != 0) return;
+    }
+  }
   int timeout = 0;
   if (may_sleep && Clock::now() >= busy_until_) {
     // Announce the sleep, then look once more so a post() or a caller racing with it is not
     // missed.
     sleeping_.store(true);
-    if (!tasks_.empty() || callers_.load() > 0) {
+    bool ready = !tasks_.empty() || callers_.load() > 0;
+    for (size_t i = 0; !ready && i < pollers_.size(); ++i)
+      ready = pollers_[i] != nullptr && !pollers_[i]->prepare_sleep();
+    if (ready) {
       sleeping_.store(false);
       return;
     }
     timeout = next_timeout_ms();
+  } else if (!pollers_.empty() && ++rounds_ % kPollsPerEpoll != 0) {
+    return;  // busy polling: shared memory every round, sockets every few
   }
   int n = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), timeout);
   sleeping_.store(false);

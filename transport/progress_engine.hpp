@@ -39,6 +39,21 @@ class FdHandler {
   ~FdHandler() = default;
 };
 
+/// Something the engine looks at on every round without a system call (a shared-memory ring).
+/// Engine thread only.
+class Poller {
+ public:
+  /// Moves what is ready; true when it did anything (the engine then keeps polling busily).
+  virtual bool poll() = 0;
+  /// The engine is about to block in epoll: arrange to be woken through an fd the engine watches
+  /// (e.g. tell the peer to ring a doorbell), then look once more. False: work is ready, do not
+  /// block.
+  virtual bool prepare_sleep() = 0;
+
+ protected:
+  ~Poller() = default;
+};
+
 class ProgressEngine {
  public:
   using Task = std::function<void()>;
@@ -67,10 +82,14 @@ class ProgressEngine {
   void remove_fd(int fd);
   TimerId add_timer(Clock::time_point when, Task task);
   void cancel_timer(TimerId id);
+  void add_poller(Poller* poller);
+  void remove_poller(Poller* poller);
 
  private:
   void run();
-  /// One round: tasks, timers, ready fds. Blocks in epoll only when `may_sleep` and the busy-poll
+  /// Runs every poller; true when one did something.
+  bool run_pollers();
+  /// One round: tasks, timers, pollers, ready fds. Blocks in epoll only when `may_sleep` and the busy-poll
   /// window after the last activity has passed.
   void poll_once(bool may_sleep);
   void park();
@@ -95,6 +114,9 @@ class ProgressEngine {
   std::vector<epoll_event> events_;
   boost::lockfree::queue<Task*> tasks_{256};
   std::unordered_map<int, FdHandler*> handlers_;
+  std::vector<Poller*> pollers_;  // removed ones are null until the next round compacts
+  bool pollers_removed_ = false;
+  unsigned rounds_ = 0;
   std::multimap<Clock::time_point, TimerId> timer_order_;
   std::unordered_map<TimerId, std::pair<Clock::time_point, Task>> timers_;
   TimerId next_timer_ = 1;

@@ -42,7 +42,7 @@ struct RankInfo {
   std::string host;         ///< hostname
   std::string host_id;      ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
   std::string address;      ///< where it listens
-  std::string transport;    ///< what this rank's link to it uses: "self" or "tcp"
+  std::string transport;    ///< what this rank's link to it uses: "self", "shm" or "tcp"
   int ring_position = -1;   ///< its place in the topology-aware order of rings and chains
   uint64_t bytes_sent = 0;  ///< payload bytes this rank has sent to it so far (0 for itself)
 };

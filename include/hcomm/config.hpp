@@ -25,7 +25,9 @@ struct Config {
   std::string socket_ifname;
 
   // ---- transport
-  std::string transport = "tcp";  ///< HCOMM_TRANSPORT: "tcp" (more transports in later releases)
+  /// HCOMM_TRANSPORT: "auto" (shared memory to ranks on this host, TCP to the others), "shm"
+  /// (every rank must be on this host), "tcp" (TCP to every peer, loopback within a host).
+  std::string transport = "auto";
   size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
   size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
   int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)

@@ -335,7 +335,7 @@ TEST_CASE("Config::from_env returns the defaults in a clean environment") {
   CHECK(c->rank == -1);
   CHECK(c->world_size == -1);
   CHECK(c->root_addr == d.root_addr);
-  CHECK(c->transport == "tcp");
+  CHECK(c->transport == "auto");
   CHECK(c->send_buf_size == 0);
   CHECK(c->chunk_bytes == d.chunk_bytes);
   CHECK(c->connect_timeout == d.connect_timeout);

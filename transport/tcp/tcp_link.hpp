@@ -60,7 +60,7 @@ class TcpLink final : public Link, public StreamOwner {
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
   void close() override;
   const Status& error() const override { return error_; }
-  bool is_up() const { return up_; }
+  bool is_up() const override { return up_; }
 
  private:
   // StreamOwner

@@ -1,0 +1,95 @@
+// Small collectives of a one-host communicator, run over the SlotBoard instead of links.
+//
+// Each rank copies its contribution into its own slot and publishes the operation number; every
+// rank that needs it reads the others' slots straight from shared memory and computes its result
+// (reductions in rank order 0, 1, ..., so every rank gets bit-identical sums). No frame, no link,
+// no engine hand-off: an 8-byte allreduce on two ranks is a store, a load of the peer's cache
+// line and an add, done in the calling thread when the peers are already there.
+//
+// Operations are started in call order (publishing as soon as the slot is free: a rank may run
+// kDepth operations ahead of the slowest reader) and complete in that order. Whoever gets there
+// first moves them on: the submitting thread, a thread waiting on one (this class is its
+// ProgressDriver: it polls, then sleeps on the futex of the slot it waits for, which the writer
+// wakes), or the progress engine (a Poller, for operations nobody waits on yet).
+//
+// Which operations: allreduce, reduce, broadcast, allgather and barrier, up to
+// SlotBoard::kSlotBytes per rank — a choice that depends only on the call, so ranks agree.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "api/completion.hpp"
+#include "collectives/operation.hpp"
+#include "hcomm/status.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/shm/slot_board.hpp"
+
+namespace hcomm::coll {
+
+class SlotCollectives final : public detail::ProgressDriver, public transport::Poller {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// `spin`: how long a waiting thread busy polls before it sleeps on a futex.
+  SlotCollectives(transport::shm::SlotBoard board, int rank, std::chrono::microseconds spin);
+  /// Fails what is still pending (HCOMM_ERR_ABORTED). Remove the poller from the engine first.
+  ~SlotCollectives() override;
+
+  /// Whether `op` runs here (the same answer on every rank for the same call).
+  bool handles(const Operation& op) const;
+  /// Starts `op`, numbered after every earlier call; it may complete before this returns.
+  void start(OperationPtr op, Clock::time_point deadline);
+
+  // detail::ProgressDriver: progresses until `c` is done or `deadline`.
+  void drive(const detail::Completion& c, Clock::time_point deadline) override;
+  // transport::Poller (engine thread): operations nobody waits on.
+  bool poll() override;
+  bool prepare_sleep() override { return pending_count_.load() == 0; }
+
+ private:
+  struct Pending {
+    OperationPtr op;
+    uint32_t seq = 0;
+    Clock::time_point deadline;
+    bool published = false;
+    Status status;  // a failure found before publishing (rejected arguments, timeout)
+  };
+  /// What the front operation waits for, to sleep on.
+  struct Blocker {
+    std::atomic<uint32_t>* word = nullptr;
+    std::atomic<uint32_t>* waiters = nullptr;
+    uint32_t seen = 0;
+    int rank = -1;
+  };
+
+  using Finished = std::vector<std::pair<OperationPtr, Status>>;
+
+  /// Publishes and completes what it can, in order; true when it did anything. Under mutex_;
+  /// the caller completes `finished` after unlocking.
+  bool progress(Blocker* blocker, Finished* finished);
+  bool try_publish(Pending& p, Blocker* blocker);
+  /// Finishes the front operation if every part it reads is there (or it failed).
+  bool try_complete(Pending& p, Blocker* blocker, Finished* finished);
+  static void complete(Finished& finished);
+  Status check_peer(int q, uint32_t seq, const Operation& op) const;
+  void compute(const Operation& op, uint32_t seq) const;
+  /// A peer process that is gone, or an expired deadline, fails the front operation.
+  Status check_stuck(const Pending& p, const Blocker& b);
+
+  transport::shm::SlotBoard board_;
+  const int rank_;
+  const std::chrono::microseconds spin_;
+  std::mutex mutex_;
+  std::deque<Pending> pending_;
+  std::atomic<int> pending_count_{0};
+  uint32_t next_ = 0;
+  Clock::time_point next_liveness_{};
+  unsigned stuck_checks_ = 0;
+};
+
+}  // namespace hcomm::coll

@@ -1,0 +1,139 @@
+// A peer on this host, through shared memory: a LinkSegment's two rings, polled by the progress
+// engine (no system call on the busy path), a Doorbell for when the engine sleeps.
+//
+// Copies: the sender copies a payload into ring cells, the receiver copies it out into the
+// posted receive's buffer — or reduces straight from the ring into it (RecvRequest::on_piece),
+// so a reduction costs no extra pass. Cells are 32 KiB: a large frame is pipelined, the receiver
+// draining cells while the sender fills others, and the ring (1 MiB each way) stays in cache.
+// A frame whose receive is not posted yet is held in the ring for up to 200 us, so it still
+// lands in place; after that (or when small) it is copied aside, so the ring keeps moving.
+//
+// Failure detection: the peer's process is checked every 100 ms (pid and start time); a peer
+// that closed its communicator sets its ring's `closed` flag.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include "transport/link.hpp"
+#include "transport/payload.hpp"
+#include "transport/unexpected_frames.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/shm/doorbell.hpp"
+#include "transport/shm/link_segment.hpp"
+
+namespace hcomm::transport::shm {
+
+struct ShmLinkParams {
+  uint32_t comm_id = 0;
+  uint64_t comm_uid = 0;
+  int my_rank = -1;
+  int peer = -1;
+  /// Counts the payload bytes of data frames sent to the peer (not owned; may be null).
+  std::atomic<uint64_t>* bytes_sent = nullptr;
+};
+
+class ShmLink final : public Link, public Poller, public FdHandler {
+ public:
+  using UpCallback = std::function<void(const Status&)>;
+  using Clock = ProgressEngine::Clock;
+
+  ShmLink(ProgressEngine& engine, ShmLinkParams params, LinkObserver& observer, UpCallback on_up);
+  ~ShmLink() override;
+
+  /// Creates (lower rank) or attaches to (higher rank) the pair's segment; on_up runs once.
+  void establish(Clock::time_point deadline);
+
+  bool is_up() const override { return up_; }
+  int peer() const override { return params_.peer; }
+  const std::string& describe() const override { return name_; }
+  LinkCaps caps() const override;
+  void post_send(SendRequest* request) override;
+  void post_recv(RecvRequest* request) override;
+  bool cancel_recv(RecvRequest* request) override;
+  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void close() override;
+  const Status& error() const override { return error_; }
+
+  // Poller
+  bool poll() override;
+  bool prepare_sleep() override;
+  // FdHandler (the doorbell)
+  void on_events(int fd, uint32_t events) override;
+
+ private:
+  struct Outgoing {
+    FrameHeader header;
+    const std::byte* payload = nullptr;  // null: `owned` (a control frame's text)
+    size_t written = 0;
+    bool started = false;
+    SendRequest* request = nullptr;
+    std::string owned;
+  };
+  /// The frame being read out of the incoming ring.
+  struct Incoming {
+    bool active = false;
+    bool holding = false;  // unmatched, waiting in the ring for its receive
+    bool drop = false;
+    bool stash = false;  // copied aside into `payload`
+    FrameHeader header;
+    size_t got = 0;
+    RecvRequest* request = nullptr;
+    std::byte* dst = nullptr;
+    Status rejected;
+    Payload payload;
+    Clock::time_point held_since;
+  };
+
+  void try_attach(Clock::time_point deadline);
+  void wait_attached(Clock::time_point deadline);
+  void went_up();
+  void check_peer_alive();
+  bool pump_sends();
+  bool pump_receives();
+  /// Decides where the frame in `cur_` goes; false when it is held in the ring.
+  bool begin_frame();
+  void match(RecvRequest* request);
+  void finish_frame();
+  void notify_consumer();
+  void notify_producer();
+  void fail(const Status& status, bool graceful);
+
+  ProgressEngine& engine_;
+  ShmLinkParams params_;
+  LinkObserver& observer_;
+  UpCallback on_up_;
+  std::string name_;
+  std::string segment_name_;
+  std::string my_bell_name_;
+  std::string peer_bell_name_;
+  LinkSegment segment_;
+  Doorbell bell_;
+  ProcessIdentity peer_process_;
+  int out_ = 0;  // ring this side produces into
+  int in_ = 1;
+  bool up_ = false;
+  bool registered_ = false;  // poller and doorbell fd are with the engine
+  bool closing_ = false;
+  bool peer_closed_ = false;  // the peer destroyed its communicator (said goodbye)
+  bool pumping_ = false;
+  bool receiving_ = false;
+  bool asked_for_bell_ = false;
+  Status error_;
+  ProgressEngine::TimerId timer_ = 0;
+  uint64_t out_tail_ = 0;
+  uint64_t out_head_seen_ = 0;
+  uint64_t in_head_ = 0;
+  uint64_t in_tail_seen_ = 0;
+  uint64_t next_link_seq_ = 1;
+  std::deque<Outgoing> sendq_;
+  Incoming cur_;
+  std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
+  UnexpectedFrames unexpected_;
+};
+
+}  // namespace hcomm::transport::shm

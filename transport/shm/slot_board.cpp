@@ -1,0 +1,117 @@
+#include "transport/shm/slot_board.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <new>
+#include <thread>
+
+namespace hcomm::transport::shm {
+namespace {
+
+// Layout: LinkSegmentHeader | BoardHeader (ranks' identities) | per rank: SlotProgress, then
+// kDepth x (SlotHeader, data).
+constexpr size_t kBoardHeaderOffset = 512;
+constexpr int kMaxRanks = 256;
+
+struct BoardHeader {
+  int32_t size = 0;
+  std::atomic<int32_t> attached{0};
+  ProcessIdentity ranks[kMaxRanks];
+};
+
+constexpr size_t kHeaderBytes =
+    (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;
+constexpr size_t kSlotStride = sizeof(SlotHeader) + SlotBoard::kSlotBytes;
+constexpr size_t kRankStride = 64 + SlotBoard::kDepth * kSlotStride;
+
+std::string board_name(uint64_t uid) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "hcomm-seg-%016" PRIx64 "-board", uid);
+  return buf;
+}
+
+BoardHeader& board_header(void* base) {
+  return *reinterpret_cast<BoardHeader*>(static_cast<std::byte*>(base) + kBoardHeaderOffset);
+}
+
+}  // namespace
+
+Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
+                                         std::chrono::steady_clock::time_point deadline) {
+  if (size > kMaxRanks)
+    return Status{HCOMM_ERR_INVALID_ARG, "slot boards hold at most 256 ranks"};
+  const std::string name = board_name(comm_uid);
+  const size_t bytes = kHeaderBytes + static_cast<size_t>(size) * kRankStride;
+  SlotBoard board;
+  board.size_ = size;
+  if (rank == 0) {
+    bool exists = false;
+    auto mem = SharedSegment::create(name, bytes, &exists);
+    if (!mem.ok()) return mem.status();
+    board.mem_ = std::move(mem.value());
+    auto* h = new (board.mem_.data()) LinkSegmentHeader();
+    auto* b = new (&board_header(board.mem_.data())) BoardHeader();
+    b->size = size;
+    b->ranks[0] = ProcessIdentity::self();
+    for (int r = 0; r < size; ++r) {
+      new (&board.progress(r)) SlotProgress();
+      for (uint32_t d = 0; d < kDepth; ++d) new (&board.slot(r, d)) SlotHeader();
+    }
+    h->comm_uid = comm_uid;
+    h->cells = kDepth;
+    h->cell_bytes = static_cast<uint32_t>(kSlotBytes);
+    h->creator = b->ranks[0];
+    h->magic = LinkSegmentHeader::kMagic;
+    h->state.store(LinkSegmentHeader::kReady, std::memory_order_release);
+    if (size == 1) SharedSegment::unlink(name);
+    return board;
+  }
+  for (;;) {
+    bool missing = false;
+    auto mem = SharedSegment::open(name, &missing);
+    if (mem.ok() && mem->bytes() == bytes &&
+        static_cast<LinkSegmentHeader*>(mem->data())->state.load(std::memory_order_acquire) ==
+            LinkSegmentHeader::kReady) {
+      board.mem_ = std::move(mem.value());
+      break;
+    }
+    if (mem.ok() && mem->bytes() != bytes && mem->bytes() != 0)
+      return Status{HCOMM_ERR_INTERNAL, "/dev/shm/" + name + " has another size: ranks of one "
+                                                             "job run different hcomm builds"};
+    if (!mem.ok() && !missing) return mem.status();
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status{HCOMM_ERR_TIMEOUT, "rank 0 never created /dev/shm/" + name};
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  auto& h = *static_cast<LinkSegmentHeader*>(board.mem_.data());
+  auto& b = board_header(board.mem_.data());
+  b.ranks[rank] = ProcessIdentity::self();
+  if (b.attached.fetch_add(1) + 1 == size - 1) {
+    h.attacher = b.ranks[rank];
+    h.state.store(LinkSegmentHeader::kAttached, std::memory_order_release);
+    SharedSegment::unlink(name);  // everyone has it mapped
+  }
+  return board;
+}
+
+SlotHeader& SlotBoard::slot(int rank, uint32_t seq) const {
+  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderBytes +
+               static_cast<size_t>(rank) * kRankStride + 64 + (seq % kDepth) * kSlotStride;
+  return *reinterpret_cast<SlotHeader*>(base);
+}
+
+std::byte* SlotBoard::slot_data(int rank, uint32_t seq) const {
+  return reinterpret_cast<std::byte*>(&slot(rank, seq)) + sizeof(SlotHeader);
+}
+
+SlotProgress& SlotBoard::progress(int rank) const {
+  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderBytes +
+               static_cast<size_t>(rank) * kRankStride;
+  return *reinterpret_cast<SlotProgress*>(base);
+}
+
+ProcessIdentity SlotBoard::process(int rank) const {
+  return board_header(mem_.data()).ranks[rank];
+}
+
+}  // namespace hcomm::transport::shm
