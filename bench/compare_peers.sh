@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# compare_peers.sh: hcomm against Open MPI and Gloo, side by side, on one host over TCP loopback.
+# compare_peers.sh: hcomm against Open MPI and Gloo, side by side, on one host over TCP loopback
+# (or hcomm against Open MPI over shared memory, -t shm).
 #
-# Usage: bench/compare_peers.sh [-r ROUNDS] [-n RANKS] [-o OPS] [-b MIN] [-e MAX] [-f FACTOR]
-#                               [-J SUMMARY.json]
-#   -r ROUNDS  rounds of alternating hcomm, MPI and Gloo runs, at least 3 (default 3)
+# Usage: bench/compare_peers.sh [-t tcp|shm] [-r ROUNDS] [-n RANKS] [-o OPS] [-b MIN] [-e MAX]
+#                               [-f FACTOR] [-J SUMMARY.json]
+#   -t MODE    transport compared: tcp (default: TCP loopback, hcomm, MPI and Gloo) or shm
+#              (shared memory, hcomm and MPI only: Gloo has no shared-memory transport)
+#   -r ROUNDS  rounds of alternating hcomm, MPI (and Gloo) runs, at least 3 (default 3)
 #   -n RANKS   ranks per run (default 2)
 #   -o OPS     comma-separated, of allreduce, broadcast, allgather (default: all three)
 #   -b MIN, -e MAX, -f FACTOR
@@ -26,12 +29,23 @@
 # the ratios hcomm/MPI and hcomm/best Gloo algorithm (> 1: hcomm is slower), and wrong elements
 # summed over rounds. Allgather sizes are the whole receive buffer, as in nccl-tests.
 #
-# MPI runs with `--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1` (TCP over loopback,
-# no shared memory: the path hcomm's TCP transport takes); Gloo uses its TCP transport on
-# 127.0.0.1. A run that fails is shown with its command and output and marked FAIL, and the
-# script exits 1, as it does when any result is wrong. Each run's JSON stays in bench/build/runs/.
+# -t tcp: MPI runs with `--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1` (TCP over
+# loopback, no shared memory: the path hcomm's TCP transport takes), hcomm with
+# HCOMM_TRANSPORT=tcp; Gloo uses its TCP transport on 127.0.0.1.
+# -t shm: MPI runs with `--mca btl self,vader --mca pml ob1` (vader: shared memory), hcomm with
+# HCOMM_TRANSPORT=auto (its shared-memory transport for ranks on one host). Gloo is skipped,
+# neither installed, built nor run (it has no shared-memory transport), so the table has no Gloo
+# columns. Each round first measures this machine's single-thread memcpy bandwidth
+# (bench/peers/memcpy_bw.c, built with gcc -O2 into bench/build/memcpy_bw) at every size of the
+# sweep from 64 KiB up (below, times are latency, not bandwidth). The allreduce table then adds
+# memcpy_GB/s (median over rounds) and, for hcomm and MPI, busbw/memcpy: the nccl-tests bus
+# bandwidth, BYTES / time * 2(RANKS-1)/RANKS, over that memcpy bandwidth (1: one core's memcpy).
+#
+# A run that fails is shown with its command and output and marked FAIL, and the script exits 1,
+# as it does when any result is wrong. Each run's JSON stays in bench/build/runs/.
 set -euo pipefail
 
+transport=tcp
 rounds=3
 ranks=2
 ops=allreduce,broadcast,allgather
@@ -40,8 +54,9 @@ max_bytes=$((64 << 20))
 factor=8
 summary_json=""
 run_timeout_s=300
-while getopts "r:n:o:b:e:f:J:h" opt; do
+while getopts "t:r:n:o:b:e:f:J:h" opt; do
   case "$opt" in
+    t) transport=$OPTARG ;;
     r) rounds=$OPTARG ;;
     n) ranks=$OPTARG ;;
     o) ops=$OPTARG ;;
@@ -55,6 +70,7 @@ done
 shift $((OPTIND - 1))
 usage_error() { echo "compare_peers.sh: $1 (-h for help)" >&2; exit 2; }
 [[ $# -eq 0 ]] || usage_error "unexpected argument $1"
+[[ $transport =~ ^(tcp|shm)$ ]] || usage_error "-t: tcp or shm, not $transport"
 for v in "$rounds" "$ranks" "$min_bytes" "$max_bytes" "$factor"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || usage_error "not a positive integer: $v"
 done
@@ -74,6 +90,26 @@ for b in 65536 1048576 "$max_bytes"; do
 done
 mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -nu)
 
+# What each mode runs. hcomm's transport is set explicitly either way, so that -t tcp stays TCP
+# whatever hcomm's default; -t shm lets hcomm pick (shared memory for ranks on one host).
+if [[ $transport == shm ]]; then
+  libs=(hcomm mpi)
+  peer_packages=(openmpi-bin libopenmpi-dev python3)
+  hcomm_transport=auto
+  # shellcheck disable=SC2054 # "self,vader" is one mpirun argument
+  mpi_transport=(--mca btl self,vader --mca pml ob1)
+  memcpy_sizes=()  # the memcpy yardstick: every size of the sweep from 64 KiB up
+  for b in "${sizes[@]}"; do ((b >= 65536)) && memcpy_sizes+=("$b"); done
+  echo "compare_peers: -t shm: Gloo has no shared-memory transport; it is skipped" >&2
+else
+  libs=(hcomm mpi gloo)
+  peer_packages=(openmpi-bin libopenmpi-dev libgloo-dev python3)
+  hcomm_transport=tcp
+  # shellcheck disable=SC2054 # "self,tcp" is one mpirun argument
+  mpi_transport=(--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1)
+  memcpy_sizes=()
+fi
+
 bench_dir=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$bench_dir")
 peers="$bench_dir/peers"
@@ -85,7 +121,7 @@ mkdir "$runs"
 
 # The peers, from Debian's packages; the hcomm build is incremental.
 missing=()
-for p in openmpi-bin libopenmpi-dev libgloo-dev python3; do
+for p in "${peer_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]} > 0)); then
@@ -102,12 +138,16 @@ hcomm_bench="$root/build/tools/hcomm-bench"
 if [[ ! $out/mpi_bench -nt $peers/mpi_bench.c || ! $out/mpi_bench -nt $peers/timing.h ]]; then
   mpicc -O2 -Wall -Wextra "$peers/mpi_bench.c" -o "$out/mpi_bench"
 fi
-if [[ ! $out/gloo_bench -nt $peers/gloo_bench.cpp || ! $out/gloo_bench -nt $peers/timing.h ]]; then
+if [[ $transport == tcp ]] &&
+  [[ ! $out/gloo_bench -nt $peers/gloo_bench.cpp || ! $out/gloo_bench -nt $peers/timing.h ]]; then
   g++ -O2 -std=c++17 -Wall -Wextra "$peers/gloo_bench.cpp" -lgloo -pthread -o "$out/gloo_bench"
+fi
+if [[ $transport == shm && ! $out/memcpy_bw -nt $peers/memcpy_bw.c ]]; then
+  gcc -O2 -Wall -Wextra "$peers/memcpy_bw.c" -o "$out/memcpy_bw"
 fi
 
 # run LIB OP BYTES ROUND: one launch, which leaves $runs/ROUND.LIB.OP.BYTES.json; on failure
-# shows the command and its output and sets status=1.
+# shows the command and its output, removes that file and sets status=1.
 status=0
 run() {
   local lib=$1 op=$2 bytes=$3 round=$4 iters warmup json store="" cmd output rc=0
@@ -118,12 +158,12 @@ run() {
   warmup=$((iters / 10 > 2 ? iters / 10 : 2))
   case $lib in
     hcomm)
-      cmd=("$hcomm_run" -n "$ranks" --timeout "$run_timeout_s" "$hcomm_bench" "$op" -b "$bytes"
+      cmd=(env HCOMM_TRANSPORT="$hcomm_transport"
+        "$hcomm_run" -n "$ranks" --timeout "$run_timeout_s" "$hcomm_bench" "$op" -b "$bytes"
         -e "$bytes" -f 2 -n "$iters" -w "$warmup" -c 1 -d float32 -o sum -r 0 -J "$json") ;;
     mpi)
-      # shellcheck disable=SC2054 # "self,tcp" is one mpirun argument
       cmd=(timeout "$run_timeout_s" mpirun --allow-run-as-root --oversubscribe -np "$ranks"
-        --mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1
+        "${mpi_transport[@]}"
         "$out/mpi_bench" "$op" "$bytes" -n "$iters" -w "$warmup" -J "$json") ;;
     gloo)
       store=$(mktemp -d)  # Gloo's rendezvous; must start empty
@@ -134,12 +174,26 @@ run() {
   [[ -z $store ]] || rm -rf "$store"
   if ((rc != 0)) || [[ ! -s $json ]]; then
     status=1
+    rm -f "$json"  # a failed launch may leave it empty or partial; missing shows as FAIL
     printf '%s run FAILED (exit %d): %s\n%s\n' "$lib" "$rc" "${cmd[*]}" "$output" >&2
   fi
 }
 
-libs=(hcomm mpi gloo)
+# measure_memcpy BYTES ROUND: one memcpy_bw run, into $runs/ROUND.memcpy.BYTES.json; on failure
+# as run().
+measure_memcpy() {
+  local bytes=$1 round=$2 json output rc=0
+  json="$runs/$round.memcpy.$bytes.json"
+  output=$(timeout "$run_timeout_s" "$out/memcpy_bw" "$bytes" 2>&1 >"$json") || rc=$?
+  if ((rc != 0)) || [[ ! -s $json ]]; then
+    status=1
+    rm -f "$json"
+    printf 'memcpy run FAILED (exit %d): %s %s\n%s\n' "$rc" "$out/memcpy_bw" "$bytes" "$output" >&2
+  fi
+}
+
 for ((round = 1; round <= rounds; ++round)); do
+  for bytes in "${memcpy_sizes[@]}"; do measure_memcpy "$bytes" "$round"; done
   for op in "${op_list[@]}"; do
     for bytes in "${sizes[@]}"; do
       # Each round starts with another library, so none always runs first (or after another).
@@ -152,6 +206,8 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 
 summary_args=(--runs "$runs" --rounds "$rounds" --ranks "$ranks" --ops "$ops")
+[[ $transport == tcp ]] || summary_args+=(--transport "$transport"
+  --memcpy "$(IFS=,; echo "${memcpy_sizes[*]}")")
 [[ -z $summary_json ]] || summary_args+=(--json "$summary_json")
 python3 "$peers/summarize.py" "${summary_args[@]}" "${sizes[@]}" || status=1
 exit $status

@@ -6,14 +6,25 @@ Reads RUNS/<round>.<lib>.<op>.<bytes>.json, one per launch, each in hcomm-bench'
 algorithm), and prints per op and requested size the median over rounds of each library's time,
 the ratios hcomm/MPI and hcomm/best Gloo algorithm, and the wrong elements summed over rounds.
 A missing file (a failed launch) shows as FAIL. Exit status 1 when anything failed or was wrong.
+
+--transport shm (compare_peers.sh -t shm): hcomm and MPI only, no Gloo columns. With --memcpy
+SIZES it also reads RUNS/<round>.memcpy.<bytes>.json (memcpy_bw.c: {"bytes", "memcpy_gbps"}),
+and the allreduce table adds the median memcpy bandwidth over rounds and, for hcomm and MPI,
+busbw/memcpy: the nccl-tests bus bandwidth (bytes / time * 2(n-1)/n) over the memcpy bandwidth
+at the nearest measured size (none for a size below the smallest measured).
 """
 import argparse
 import json
+import math
 import pathlib
 import statistics
 import sys
 
 LIBS = ("hcomm", "mpi", "gloo")
+SHM_LIBS = ("hcomm", "mpi")  # Gloo has no shared-memory transport
+TRANSPORT = {"tcp": "tcp loopback", "shm": "shared memory"}  # the JSON's "transport"
+HEADING = {"tcp": "TCP loopback",
+           "shm": "shared memory (MPI: btl self,vader; hcomm: HCOMM_TRANSPORT=auto; no Gloo)"}
 GLOO_ORDER = ("ring", "halving_doubling", "bcube")  # table columns; other ops: their one algo
 SHORT = {"halving_doubling": "hd"}  # table only; the JSON keeps Gloo's names
 
@@ -50,17 +61,44 @@ def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
 
 
+def load_memcpy(runs, rounds, sizes):
+    """{bytes: median memcpy GB/s over rounds}, None for a size with a round missing."""
+    out = {}
+    for size in sizes:
+        paths = [runs / f"{r}.memcpy.{size}.json" for r in range(1, rounds + 1)]
+        out[size] = (statistics.median(json.loads(p.read_text())["memcpy_gbps"] for p in paths)
+                     if all(p.exists() for p in paths) else None)
+    return out
+
+
+def nearest(memcpy, size):
+    """The measured size nearest to size (by ratio); None below the smallest measured."""
+    if not memcpy or size < min(memcpy):
+        return None
+    return min(memcpy, key=lambda m: abs(math.log(size / m)))
+
+
+def busbw_gbps(size, us, ranks):
+    """nccl-tests' allreduce bus bandwidth, GB/s: size / time * 2(n-1)/n."""
+    return size / (us * 1e3) * 2 * (ranks - 1) / ranks if us else None
+
+
 def summarize(args):
     runs = pathlib.Path(args.runs)
+    shm = args.transport == "shm"
+    libs = SHM_LIBS if shm else LIBS
     summary = {"ranks": args.ranks, "rounds": args.rounds, "dtype": "float32", "redop": "sum",
-               "transport": "tcp loopback", "results": []}
-    ok = True
+               "transport": TRANSPORT[args.transport], "results": []}
+    memcpy = load_memcpy(runs, args.rounds, args.memcpy) if shm else {}
+    if shm:
+        summary["memcpy_gbps"] = {str(b): g for b, g in memcpy.items()}
+    ok = None not in memcpy.values()
     for op in args.ops.split(","):
         rows = []
         for size in args.sizes:
             row = {"op": op, "bytes": size, "wrong": {}, "failed": []}
             med = {}
-            for lib in LIBS:
+            for lib in libs:
                 times, row["wrong"][lib], chosen = load(runs, args.rounds, lib, op, size)
                 if lib == "hcomm":
                     row["hcomm_algo"] = ",".join(sorted(chosen))
@@ -70,15 +108,25 @@ def summarize(args):
                     med[lib] = {a: statistics.median(t) for a, t in times.items()}
             row["hcomm_us"] = med.get("hcomm", {}).get("hcomm")
             row["mpi_us"] = med.get("mpi", {}).get("mpi")
-            row["gloo_us"] = med.get("gloo", {})
-            best = min(row["gloo_us"].items(), key=lambda kv: kv[1], default=(None, None))
-            row["gloo_best_algo"], row["gloo_best_us"] = best
+            if not shm:
+                row["gloo_us"] = med.get("gloo", {})
+                best = min(row["gloo_us"].items(), key=lambda kv: kv[1], default=(None, None))
+                row["gloo_best_algo"], row["gloo_best_us"] = best
             row["hcomm_over_mpi"] = ratio(row["hcomm_us"], row["mpi_us"])
-            row["hcomm_over_gloo"] = ratio(row["hcomm_us"], row["gloo_best_us"])
+            if not shm:
+                row["hcomm_over_gloo"] = ratio(row["hcomm_us"], row["gloo_best_us"])
+            elif op == "allreduce":
+                near = nearest(memcpy, size)
+                row["memcpy_bytes"] = near
+                row["memcpy_gbps"] = memcpy.get(near)
+                for lib in libs:
+                    bw = busbw_gbps(size, row[f"{lib}_us"], args.ranks)
+                    row[f"{lib}_busbw_gbps"] = None if bw is None else round(bw, 3)
+                    row[f"{lib}_busbw_over_memcpy"] = ratio(bw, row["memcpy_gbps"])
             ok = ok and not row["failed"] and not any(row["wrong"].values())
             rows.append(row)
         summary["results"] += rows
-        print_table(op, rows, args)
+        (print_shm_table if shm else print_table)(op, rows, args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
     return 0 if ok else 1
@@ -91,7 +139,7 @@ def print_table(op, rows, args):
     head = ["size", "hcomm_us", "mpi_us", "hcomm/mpi"] + [f"gloo_{SHORT.get(a, a)}" for a in algos]
     head += (["gloo_best", "best"] if show_best else []) + ["hcomm/gloo", "wrong(h/m/g)"]
     redop = " sum" if op == "allreduce" else ""
-    print(f"\n{op} float32{redop}, {args.ranks} ranks, TCP loopback, "
+    print(f"\n{op} float32{redop}, {args.ranks} ranks, {HEADING[args.transport]}, "
           f"median of {args.rounds} rounds (us)")
     table = [head]
     for r in rows:
@@ -105,7 +153,42 @@ def print_table(op, rows, args):
         line.append(f"{r['hcomm_over_gloo']:.2f}" if r["hcomm_over_gloo"] else "-")
         line.append("/".join(str(r["wrong"][lib]) for lib in LIBS))
         table.append(line)
-    widths = [max(len(t[i]) for t in table) for i in range(len(head))]
+    print_aligned(table)
+
+
+def print_shm_table(op, rows, args):
+    """-t shm: hcomm and MPI; for allreduce also memcpy GB/s and each one's busbw/memcpy."""
+    bw = op == "allreduce"
+    head = ["size", "hcomm_us", "mpi_us", "hcomm/mpi"]
+    head += ["memcpy_GB/s", "hcomm_busbw/memcpy", "mpi_busbw/memcpy"] if bw else []
+    head.append("wrong(h/m)")
+    redop = " sum" if op == "allreduce" else ""
+    print(f"\n{op} float32{redop}, {args.ranks} ranks, {HEADING[args.transport]}, "
+          f"median of {args.rounds} rounds (us)")
+    if bw:
+        print("busbw/memcpy: bus bandwidth (bytes / time * 2(n-1)/n) over this machine's "
+              "single-thread memcpy bandwidth at that size (memcpy_GB/s, median of rounds)")
+    table = [head]
+    for r in rows:
+        def fmt(v, lib):
+            return "FAIL" if lib in r["failed"] else f"{v:.1f}"
+        line = [human(r["bytes"]), fmt(r["hcomm_us"], "hcomm"), fmt(r["mpi_us"], "mpi"),
+                f"{r['hcomm_over_mpi']:.2f}" if r["hcomm_over_mpi"] else "-"]
+        if bw:
+            if r["memcpy_bytes"] is None:
+                line.append("-")
+            else:
+                line.append("FAIL" if r["memcpy_gbps"] is None else f"{r['memcpy_gbps']:.1f}")
+            line += [f"{r[f'{lib}_busbw_over_memcpy']:.2f}"
+                     if r[f"{lib}_busbw_over_memcpy"] is not None else "-" for lib in SHM_LIBS]
+        line.append("/".join(str(r["wrong"][lib]) for lib in SHM_LIBS))
+        table.append(line)
+    print_aligned(table)
+
+
+def print_aligned(table):
+    """The first column left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
     for t in table:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                         for i, (c, w) in enumerate(zip(t, widths))))
@@ -118,6 +201,10 @@ def main():
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--ops", required=True, help="comma-separated")
     p.add_argument("--json", help="write the summary here")
+    p.add_argument("--transport", choices=sorted(TRANSPORT), default="tcp",
+                   help="tcp: hcomm, MPI and Gloo (default); shm: hcomm and MPI")
+    p.add_argument("--memcpy", default="", type=lambda v: [int(b) for b in v.split(",") if b],
+                   help="comma-separated sizes with memcpy_bw results (--transport shm)")
     p.add_argument("sizes", type=int, nargs="+", help="requested sizes in bytes")
     sys.exit(summarize(p.parse_args()))
 
