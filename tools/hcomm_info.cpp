@@ -60,17 +60,26 @@ void print_world(hcomm::Communicator& comm) {
   std::printf("\nring order (hosts, switches, racks together):");
   for (int r : order) std::printf(" %d", r);
   std::printf("\n");
+  // Every rank applies one rule (HCOMM_TRANSPORT, same host): rank 0's view is everyone's.
+  const bool shm = comm.config().transport != "tcp";
   std::printf(
-      "\ntransport per pair (rows: from, columns: to; '-' self, 't' tcp within a host, "
-      "'T' tcp across hosts)\n      ");
+      "\ntransport per pair (rows: from, columns: to; '-' self, 's' shared memory, 't' tcp within "
+      "a host, 'T' tcp across hosts)\n      ");
   for (const auto& c : ranks) std::printf("%3d", c.rank);
   std::printf("\n");
   for (const auto& a : ranks) {
     std::printf("%6d", a.rank);
     for (const auto& b : ranks)
-      std::printf("%3s", a.rank == b.rank ? "-" : a.host_id == b.host_id ? "t" : "T");
+      std::printf("%3s", a.rank == b.rank              ? "-"
+                         : a.host_id != b.host_id      ? "T"
+                         : shm                         ? "s"
+                                                       : "t");
     std::printf("\n");
   }
+  bool one_host = true;
+  for (const auto& r : ranks) one_host &= r.host_id == ranks.front().host_id;
+  if (one_host && shm && ranks.size() > 1)
+    std::printf("small collectives (<= 16 KiB per rank): slot board in shared memory\n");
   const char* ops[] = {"allreduce",      "broadcast", "reduce", "allgather",
                        "reduce_scatter", "alltoall",  "gather", "scatter"};
   const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20};

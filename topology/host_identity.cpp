@@ -24,6 +24,16 @@ std::string namespace_inode(const char* ns) {
   return std::to_string(static_cast<unsigned long long>(st.st_ino));
 }
 
+/// The file system behind /dev/shm (device and inode): processes that see the same one can map
+/// each other's segments, whatever their mount namespaces (`ip netns exec` makes a new one and
+/// keeps /dev/shm).
+std::string shm_filesystem() {
+  struct stat st {};
+  if (stat("/dev/shm", &st) != 0) return "?";
+  return std::to_string(static_cast<unsigned long long>(st.st_dev)) + "." +
+         std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
 }  // namespace
 
 HostIdentity this_host() {
@@ -34,7 +44,7 @@ HostIdentity this_host() {
     h.id = forced;
   } else {
     h.id = boot_id() + "/net:" + namespace_inode("net") + "/ipc:" + namespace_inode("ipc") +
-           "/mnt:" + namespace_inode("mnt");
+           "/shm:" + shm_filesystem();
   }
   if (h.name.empty()) h.name = h.id;
   return h;

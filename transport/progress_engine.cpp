@@ -91,8 +91,13 @@ bool ProgressEngine::drive_until(const std::function<bool()>& done, Clock::time_
     if (spins > 64) std::this_thread::yield();
   }
   if (lock.owns_lock()) {
-    while (!done() && !stopping_.load(std::memory_order_relaxed) && Clock::now() < until)
+    for (unsigned rounds = 1;
+         !done() && !stopping_.load(std::memory_order_relaxed) && Clock::now() < until; ++rounds) {
       poll_once(false);
+      // A peer process on this host may be waiting for this core (more runnable threads than
+      // cores): let it run now and then, or the spin budget passes before it can answer.
+      if (rounds % 64 == 0) std::this_thread::yield();
+    }
     lock.unlock();
   }
   const bool finished = done();

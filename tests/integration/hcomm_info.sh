@@ -14,9 +14,9 @@ grep -q "not launched as a world" <<<"$alone" || fail "no hint alone: $alone"
 world=$("$run" -n 4 --timeout 60 bash -c \
   'HCOMM_HOST_ID=testhost$((HCOMM_RANK / 2)) exec "$0"' "$info")
 grep -q "communicator: 4 ranks" <<<"$world" || fail "no rank table: $world"
-# Ranks 0,1 share a host, as do 2,3: tcp within ('t') and across ('T') hosts.
-row0=$(grep -E '^\[0\] +0 +- +t +T +T$' <<<"$world") || fail "rank 0's row is wrong: $world"
-row3=$(grep -E '^\[0\] +3 +T +T +t +-$' <<<"$world") || fail "rank 3's row is wrong: $world"
+# Ranks 0,1 share a host, as do 2,3: shared memory within ('s'), tcp across ('T') hosts.
+row0=$(grep -E '^\[0\] +0 +- +s +T +T$' <<<"$world") || fail "rank 0's row is wrong: $world"
+row3=$(grep -E '^\[0\] +3 +T +T +s +-$' <<<"$world") || fail "rank 3's row is wrong: $world"
 grep -qE '^\[0\] allreduce +(ring|tree|rd|hd)' <<<"$world" || fail "no algorithm table: $world"
 grep -qE '^\[0\] ring order .*: 0 1 2 3$' <<<"$world" || fail "grouped hosts: ring order: $world"
 

@@ -1,10 +1,12 @@
 #include "transport/shm/link_segment.hpp"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 namespace hcomm::transport::shm {
@@ -12,10 +14,11 @@ namespace {
 
 constexpr const char* kPrefix = "hcomm-seg-";
 constexpr size_t kHeaderArea = 4096;
-constexpr size_t kControlArea = 4096;  // RingControl, then the cell header slots
+constexpr size_t kControlArea = 8192;  // RingControl, then the cell header slots
 constexpr size_t kSlotsOffset = 256;
 constexpr size_t kRingBytes = kControlArea + LinkSegment::kCells * LinkSegment::kCellBytes;
 constexpr size_t kSegmentBytes = kHeaderArea + 2 * kRingBytes;
+constexpr time_t kStaleCreatingSeconds = 60;
 
 static_assert(sizeof(LinkSegmentHeader) <= kHeaderArea, "header fits its area");
 static_assert(sizeof(RingControl) <= kSlotsOffset, "ring control fits before the slots");
@@ -105,9 +108,16 @@ int reap_dead_link_segments() {
     auto mem = SharedSegment::open(name, &missing);
     if (!mem.ok() || mem->bytes() < sizeof(LinkSegmentHeader)) continue;
     const auto& h = *static_cast<const LinkSegmentHeader*>(mem->data());
-    // A segment still being initialised by a live creator has no identity yet: leave it.
-    if (h.state.load(std::memory_order_acquire) == LinkSegmentHeader::kCreating) continue;
-    if (h.creator.alive() || h.attacher.alive()) continue;
+    // A segment still being initialised has no identity yet: leave it, unless it has been so
+    // for longer than any creation takes (its creator died half way).
+    if (h.state.load(std::memory_order_acquire) == LinkSegmentHeader::kCreating) {
+      struct stat st {};
+      const std::string path = "/dev/shm/" + name;
+      if (stat(path.c_str(), &st) != 0 || time(nullptr) - st.st_mtime < kStaleCreatingSeconds)
+        continue;
+    } else if (h.creator.alive() || h.attacher.alive()) {
+      continue;
+    }
     if (SharedSegment::unlink(name)) ++reaped;
   }
   closedir(dir);

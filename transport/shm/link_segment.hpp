@@ -49,7 +49,7 @@ struct LinkSegmentHeader {
 /// A mapped pair segment and its two rings; ring 0 carries lo -> hi, ring 1 hi -> lo.
 class LinkSegment {
  public:
-  static constexpr uint32_t kCells = 32;
+  static constexpr uint32_t kCells = 64;
   static constexpr size_t kCellBytes = 32 * 1024;
 
   /// "hcomm-seg-<uid>-<lo>-<hi>".

@@ -179,30 +179,11 @@ void TcpLink::post_send(SendRequest* request) {
 void TcpLink::post_recv(RecvRequest* request) {
   // Frames that arrived before the link ended are still delivered (a peer may send and then
   // destroy its communicator before this rank posts the matching receive).
-  auto it = unexpected_.find(request->key);
-  if (it == unexpected_.end()) {
-    if (!error_.ok()) return request->on_received(error_);
-    for (auto& stream : streams_)
-      if (stream && stream->claim(request)) return;
-    posted_[request->key] = request;
-    return;
-  }
-  Stored stored = std::move(it->second);
-  unexpected_.erase(it);
-  deliver_stored(request, stored.header, std::move(stored.payload));
-}
-
-void TcpLink::deliver_stored(RecvRequest* request, const FrameHeader& header, Payload payload) {
-  Status st = request->accept(header);
-  if (st.ok()) {
-    if (void* dst = request->destination()) {
-      std::memcpy(dst, payload.data(), payload.size());
-    } else if (!payload.empty()) {
-      request->on_piece(0, payload.data(), payload.size());
-    }
-  }
-  payloads_.give(std::move(payload));
-  request->on_received(st);
+  if (unexpected_.deliver_stored(request)) return;
+  if (!error_.ok()) return request->on_received(error_);
+  for (auto& stream : streams_)
+    if (stream && stream->claim(request)) return;
+  posted_[request->key] = request;
 }
 
 bool TcpLink::cancel_recv(RecvRequest* request) {
@@ -247,8 +228,8 @@ bool TcpLink::drop(const FrameHeader& header) {
 
 void TcpLink::store_unexpected(const FrameHeader& header, Payload payload) {
   // The receive may have been posted while this payload was still arriving.
-  if (RecvRequest* r = match(header)) return deliver_stored(r, header, std::move(payload));
-  unexpected_[MatchKey::of(header)] = Stored{header, std::move(payload)};
+  if (RecvRequest* r = match(header)) return unexpected_.deliver(r, header, std::move(payload));
+  unexpected_.store(header, std::move(payload));
 }
 
 void TcpLink::on_control(const FrameHeader& header, std::string payload) {

@@ -17,6 +17,7 @@
 #include "transport/progress_engine.hpp"
 #include "transport/tcp/tcp_socket.hpp"
 #include "transport/tcp/tcp_stream.hpp"
+#include "transport/unexpected_frames.hpp"
 
 namespace hcomm::transport::tcp {
 
@@ -66,12 +67,11 @@ class TcpLink final : public Link, public StreamOwner {
   // StreamOwner
   RecvRequest* match(const FrameHeader& header) override;
   bool drop(const FrameHeader& header) override;
-  Payload take_payload(size_t bytes) override { return payloads_.take(bytes); }
+  Payload take_payload(size_t bytes) override { return unexpected_.take_buffer(bytes); }
   void store_unexpected(const FrameHeader& header, Payload payload) override;
   void on_control(const FrameHeader& header, std::string payload) override;
   void on_stream_failed(const Status& status, bool eof) override;
 
-  void deliver_stored(RecvRequest* request, const FrameHeader& header, Payload payload);
   void stream_ready(size_t index, int fd);
   void establishment_failed(const Status& status);
   void fail(const Status& status, bool notify = true);
@@ -94,12 +94,7 @@ class TcpLink final : public Link, public StreamOwner {
   uint64_t next_link_seq_ = 1;
   size_t next_stream_ = 0;
   std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
-  struct Stored {
-    FrameHeader header;
-    Payload payload;
-  };
-  std::unordered_map<MatchKey, Stored, MatchKeyHash> unexpected_;
-  PayloadPool payloads_;
+  UnexpectedFrames unexpected_;
 };
 
 }  // namespace hcomm::transport::tcp
