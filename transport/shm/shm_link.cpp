@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "log/log.hpp"
+#include "transport/shm/stream_copy.hpp"
 
 namespace hcomm::transport::shm {
 namespace {
@@ -18,6 +19,8 @@ constexpr size_t kCellBytes = LinkSegment::kCellBytes;
 // is copied once, straight into place; a smaller one is copied aside at once.
 constexpr size_t kHoldMinBytes = 4096;
 constexpr auto kHold = std::chrono::microseconds(200);
+// Frames this large are copied out with streaming stores (see stream_copy.hpp).
+constexpr size_t kStreamMinBytes = 4 << 20;
 // How often the peer's process is looked for, while up and while attaching.
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 constexpr auto kAttachRetry = std::chrono::microseconds(500);
@@ -309,7 +312,10 @@ bool ShmLink::pump_receives() {
       if (cur_.stash || cur_.header.kind != static_cast<uint8_t>(FrameKind::data)) {
         std::memcpy(cur_.payload.data() + cur_.got, data, n);
       } else if (cur_.dst != nullptr) {
-        std::memcpy(cur_.dst + cur_.got, data, n);
+        if (cur_.header.length >= kStreamMinBytes)
+          stream_copy(cur_.dst + cur_.got, data, n);
+        else
+          std::memcpy(cur_.dst + cur_.got, data, n);
       } else {
         cur_.request->on_piece(cur_.got, data, n);  // e.g. reduces straight from the ring
       }
@@ -353,6 +359,7 @@ void ShmLink::finish_frame() {
     }
     return unexpected_.store(f.header, std::move(f.payload));
   }
+  if (f.dst != nullptr && f.header.length >= kStreamMinBytes) stream_fence();
   if (f.request != nullptr) f.request->on_received(f.rejected);
 }
 
