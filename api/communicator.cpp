@@ -121,7 +121,7 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
     }
   }
   std::lock_guard<std::mutex> lock(submit_mutex_);
-  if (collective && slots_ && slots_->handles(*op)) {
+  if (collective && uses_slots(*op)) {
     // Numbered like every collective (every rank takes this path for this call).
     op->seq = next_seq_++;
     op->completion->set_driver(slots_);
@@ -146,6 +146,11 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
   }
   control_->start(std::move(op), std::move(schedule), caller_waits);
   return work;
+}
+
+bool CommunicatorImpl::uses_slots(const coll::Operation& op) const {
+  // A forced algorithm (HCOMM_ALGO) is run as asked, even where the slot board would be faster.
+  return slots_ && forced_.forced(op.kind) == coll::Algorithm::automatic && slots_->handles(op);
 }
 
 Status CommunicatorImpl::run(coll::OperationPtr op) {
@@ -385,6 +390,10 @@ const Config& Communicator::config() const {
 std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes) const {
   coll::OpKind kind;
   if (!coll::parse_op_kind(op_name, kind)) return "";
+  coll::Operation probe;
+  probe.kind = kind;
+  probe.count = bytes;  // of uint8: bytes per rank, as handles() counts them
+  if (impl_->uses_slots(probe)) return "slot";
   return coll::algorithm_name(impl_->selector().choose(kind, bytes).algo);
 }
 

@@ -33,6 +33,9 @@ class CommunicatorImpl {
   /// Starts `op` (or fails it at once when it was rejected and concerns nobody else).
   /// `caller_waits`: the caller waits for it next and drives the progress engine meanwhile.
   Work submit(coll::OperationPtr op, bool caller_waits = false);
+  /// Whether `op` runs on the slot board (a one-host communicator's small collectives; the same
+  /// answer on every rank for the same call).
+  bool uses_slots(const coll::Operation& op) const;
   /// submit() and wait for config().op_timeout.
   Status run(coll::OperationPtr op);
   /// The sends to self of a batch copied into its receives from self (matched by tag, in order);

@@ -128,7 +128,8 @@ class Communicator {
   Status recv(void* buf, size_t count, DataType dtype, int peer, int tag = 0);
   Status batch(const std::vector<PointToPointOp>& ops);
 
-  /// The algorithm ("ring", "tree", "rd", "hd", "direct"; "" for an unknown name) this
+  /// The algorithm ("ring", "tree", "rd", "hd", "direct", "hier", or "slot" for the slot board of a
+  /// one-host communicator; "" for an unknown name) this
   /// communicator runs for `op_name` ("allreduce", "broadcast", ...) with `bytes` = count x element
   /// size as passed to that operation (allgather, gather, scatter: one rank's block; alltoall: one
   /// peer's block; reduce_scatter: the received block): the cost model's choice, or what
