@@ -19,7 +19,7 @@ Status bad(const std::string& text, const std::string& why) {
   return {HCOMM_ERR_INVALID_ARG,
           "HCOMM_ALGO='" + text + "': " + why +
               " (expected e.g. 'allreduce=ring;broadcast=tree' or one of ring, tree, rd, hd, "
-              "direct, auto)"};
+              "direct, hier, auto)"};
 }
 
 }  // namespace

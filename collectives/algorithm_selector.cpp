@@ -48,11 +48,13 @@ std::string LinkCost::to_string() const {
 }
 
 AlgorithmSelector::AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced,
-                                     size_t chunk_override, int hosts, int largest_host)
+                                     size_t chunk_override, int hosts, int largest_host,
+                                     std::optional<LinkCost> local_cost)
     : n_(world_size),
       hosts_(std::max(1, hosts)),
       largest_host_(largest_host > 0 ? largest_host : world_size),
       cost_(cost),
+      local_(local_cost.value_or(cost)),
       forced_(forced),
       chunk_override_(chunk_override) {}
 
@@ -92,6 +94,58 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
     c.predicted_us =
         steps * a + steps * (m - 1) * a * kMessageShare + steps * step_bytes * per_byte;
   };
+  // The hierarchical algorithms: `hosts_` hosts, the largest of `largest_host_` ranks, whose
+  // links cost `local_` (al, bl) where those between hosts cost `cost_` (a, b).
+  const double H = hosts_, L = largest_host_;
+  const double al = local_.alpha_us, bl = local_.beta_us_per_byte;
+  // HierarchicalBroadcast: the buffer goes down the leaders' tree and then a host's, chunks
+  // pipelining through both. Chains (from kRingBytes on) have (H-1) + (L-1) stages; a leader
+  // sends each chunk both to the next leader and into its host, so its stage (the slowest)
+  // costs both messages. Binomial trees: ceil(log2 H) rounds across hosts, then ceil(log2 L)
+  // within the host, each the whole buffer.
+  auto hier_broadcast = [&] {
+    const bool across = hosts_ > 1, within = largest_host_ > 1;
+    if (bytes_in < HierarchicalBroadcast::kRingBytes) {
+      c.predicted_us = ceil_log2(hosts_) * (a + S * b) + ceil_log2(largest_host_) * (al + S * bl);
+      return;
+    }
+    const double lead_fixed = (across ? a : 0) + (within ? al : 0);
+    const double lead_per_byte = (across ? b : 0) + (within ? bl : 0);
+    const double stages = (H - 1) + (L - 1);
+    c.chunk_bytes = best_chunk(lead_fixed, lead_per_byte, stages, S);
+    const double chunk = std::max(1.0, std::min(S, static_cast<double>(c.chunk_bytes)));
+    const double m = std::max(1.0, std::ceil(S / chunk));
+    c.predicted_us = (H - 1) * (a + chunk * b) + (L - 1) * (al + chunk * bl) +
+                     (m - 1) * (lead_fixed + chunk * lead_per_byte);
+  };
+  // HierarchicalAllgather, blocks of `block` bytes: (1) the leader receives its host's other L-1
+  // blocks at once; (2) the leaders exchange: each receives the blocks of the other hosts, about
+  // n - n/H, in H-1 ring steps (from kRingBytes of gathered buffer on) or all at once; (3) the
+  // leader passes the n-1 blocks down its host's chain (one message per chunk) or binomial tree.
+  // The phases overlap in the schedule, but all of them go through the leader, which does every
+  // send and receive: priced as their sum.
+  auto hier_allgather = [&](double block) {
+    const double remote = (n - n / H) * block, total = n * block;
+    double t = 0;
+    if (L > 1) t += al * (1 + 0.5 * (L - 2)) + (L - 1) * block * bl;
+    if (H > 1) {
+      if (total >= static_cast<double>(HierarchicalAllgather::kRingBytes)) {
+        ring(H - 1, remote / (H - 1), b);
+        t += c.predicted_us;
+      } else {
+        t += a * (1 + 0.5 * (H - 2)) + remote * b;
+      }
+    }
+    if (L > 1) {
+      if (total >= static_cast<double>(HierarchicalAllgather::kRingBytes)) {
+        const double chunks = std::max(1.0, std::ceil(block / static_cast<double>(c.chunk_bytes)));
+        t += (L - 1) * al + (n - 1) * chunks * al * kMessageShare + (n - 1) * block * bl;
+      } else {
+        t += ceil_log2(largest_host_) * (al + (n - 1) * block * bl);
+      }
+    }
+    c.predicted_us = t;
+  };
   if (n == 1) return c;
   const int p = 1 << floor_log2(n);  // the power of two that recursive algorithms fold onto
   const bool folded = p != n;
@@ -118,14 +172,15 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
           // Three phases, one after the other on each rank (the schedule joins them, so they do
           // not overlap): a reduce within the largest host to its leader, an allreduce among the
           // leaders, a broadcast within the host, each with the builder HierarchicalAllreduce
-          // uses at this size and the leaders' chunk. There is one link kind today: every phase
-          // is priced with the same alpha / beta / gamma, so the local phases only add time and
-          // hier rarely wins; with a cheaper intra-host link it would when hosts are many.
+          // uses at this size and the leaders' chunk. The local phases are priced with the
+          // intra-host link's figures (local_cost; unless given, the one link kind measured, so
+          // that the local phases only add time and hier rarely wins; with a cheaper intra-host
+          // link it would when hosts are many).
           const Algorithm sub =
               bytes_in >= HierarchicalAllreduce::kRingBytes ? Algorithm::ring : Algorithm::rd;
           const Choice leaders =
               AlgorithmSelector(hosts_, cost_, {}, chunk_override_).predict(kind, sub, bytes_in);
-          const AlgorithmSelector local(largest_host_, cost_, {}, leaders.chunk_bytes);
+          const AlgorithmSelector local(largest_host_, local_, {}, leaders.chunk_bytes);
           c.chunk_bytes = leaders.chunk_bytes;
           c.predicted_us = local.predict(OpKind::reduce, sub, bytes_in).predicted_us +
                            leaders.predicted_us +
@@ -139,7 +194,9 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
     case OpKind::broadcast:
     case OpKind::reduce: {
       const double red = kind == OpKind::reduce ? g : 0.0;
-      if (algo == Algorithm::ring)
+      if (algo == Algorithm::hier && kind == OpKind::broadcast)
+        hier_broadcast();
+      else if (algo == Algorithm::ring)
         pipeline(n - 1.0, S, b + red);
       else if (algo == Algorithm::tree)
         pipeline(d, S / 2, 2 * (b + red));
@@ -152,7 +209,9 @@ AlgorithmSelector::Choice AlgorithmSelector::predict(OpKind kind, Algorithm algo
     case OpKind::reduce_scatter: {
       const double per_byte = kind == OpKind::reduce_scatter ? b + g : b;
       const double block = kind == OpKind::allgatherv ? S / n : S;
-      if (algo == Algorithm::ring) {
+      if (algo == Algorithm::hier && kind != OpKind::reduce_scatter) {
+        hier_allgather(block);
+      } else if (algo == Algorithm::ring) {
         ring(n - 1.0, block, per_byte);
       } else {  // direct: n-1 messages leave at once and share the sender
         c.predicted_us = a * (1 + 0.5 * (n - 2)) + (n - 1) * block * per_byte;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "collectives/algorithm_choice.hpp"
@@ -33,9 +34,11 @@ class AlgorithmSelector {
   };
 
   /// `hosts` and `largest_host` (ranks on the most populated host; 0: world_size) describe the
-  /// host layout for the hierarchical allreduce; the defaults mean one host.
+  /// host layout for the hierarchical algorithms; the defaults mean one host. `local_cost` prices
+  /// the links within a host in their phases (unset: `cost`, the one link kind measured).
   AlgorithmSelector(int world_size, LinkCost cost, AlgorithmChoice forced, size_t chunk_override,
-                    int hosts = 1, int largest_host = 0);
+                    int hosts = 1, int largest_host = 0,
+                    std::optional<LinkCost> local_cost = std::nullopt);
 
   /// The algorithm and chunk for `kind` moving `bytes` (the size every rank agrees on, as in
   /// Operation::agreed_bytes(); for the V forms the total).
@@ -43,6 +46,7 @@ class AlgorithmSelector {
   /// The model's time for one candidate; the chunk is chosen as choose() would.
   Choice predict(OpKind kind, Algorithm algo, size_t bytes) const;
   const LinkCost& cost() const { return cost_; }
+  const LinkCost& local_cost() const { return local_; }
 
  private:
   size_t best_chunk(double per_chunk_us_fixed, double per_byte_us, double stages,
@@ -50,7 +54,7 @@ class AlgorithmSelector {
 
   int n_;
   int hosts_, largest_host_;
-  LinkCost cost_;
+  LinkCost cost_, local_;
   AlgorithmChoice forced_;
   size_t chunk_override_;
 };

@@ -80,6 +80,14 @@ struct TreeBroadcast {
 struct BinomialBroadcast {
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
+/// Hierarchical (PlanContext::host_of): the root sends to one leader per other host (the root
+/// leads its own host, the lowest rank the others) down a tree of the leaders, and each leader
+/// down a tree of its host's ranks; chunks pipeline through both. Chains from kRingBytes on,
+/// binomial trees below. Each host other than the root's receives the buffer once.
+struct HierarchicalBroadcast {
+  static constexpr size_t kRingBytes = HierarchicalAllreduce::kRingBytes;
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
 
 // ---- reduce (result on the root only)
 /// A pipelined chain ending at the root, each rank adding its contribution to the passing chunk.
@@ -102,6 +110,14 @@ struct RingAllgather {
 };
 /// Every rank sends its block to every other rank at once: one round, for small blocks.
 struct DirectAllgather {
+  static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+};
+/// Hierarchical (PlanContext::host_of): each host gathers its blocks to its leader (lowest rank),
+/// the leaders exchange their hosts' blocks (a ring of leaders from kRingBytes of gathered
+/// buffer on, all at once below), and each leader passes every block down a tree of its host
+/// (chain / binomial) as soon as it has it. Each host receives every other host's blocks once.
+struct HierarchicalAllgather {
+  static constexpr size_t kRingBytes = HierarchicalAllreduce::kRingBytes;
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
 };
 

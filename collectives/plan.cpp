@@ -37,6 +37,8 @@ Builder builder(OpKind kind, Algorithm algo) {
           return TreeBroadcast::build;
         case Algorithm::rd:
           return BinomialBroadcast::build;
+        case Algorithm::hier:
+          return HierarchicalBroadcast::build;
         default:
           return nullptr;
       }
@@ -55,6 +57,7 @@ Builder builder(OpKind kind, Algorithm algo) {
     case OpKind::allgatherv:
       return algo == Algorithm::ring     ? RingAllgather::build
              : algo == Algorithm::direct ? DirectAllgather::build
+             : algo == Algorithm::hier   ? HierarchicalAllgather::build
                                          : nullptr;
     case OpKind::reduce_scatter:
       return algo == Algorithm::ring     ? RingReduceScatter::build

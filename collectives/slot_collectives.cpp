@@ -267,8 +267,7 @@ Status SlotCollectives::check_peer(int q, uint32_t seq, const Operation& op) con
   if (h.rejected != 0)
     return {HCOMM_ERR_INVALID_ARG,
             who + " failed " + label + ": " +
-                std::string(reinterpret_cast<const char*>(board_.slot_data(q, seq)),
-                            h.data_bytes)};
+                std::string(reinterpret_cast<const char*>(board_.slot_data(q, seq)), h.data_bytes)};
   if (h.dtype != static_cast<uint8_t>(op.dtype))
     return {HCOMM_ERR_INVALID_ARG, who + " passed data type " +
                                        dtype_name(static_cast<DataType>(h.dtype)) + ", " + me +
@@ -281,8 +280,8 @@ Status SlotCollectives::check_peer(int q, uint32_t seq, const Operation& op) con
   if ((op.kind == OpKind::allreduce || op.kind == OpKind::reduce) &&
       h.redop != static_cast<uint8_t>(op.redop))
     return {HCOMM_ERR_INVALID_ARG, who + " reduces with " +
-                                       reduce_op_name(static_cast<ReduceOp>(h.redop)) + ", " +
-                                       me + " with " + reduce_op_name(op.redop) + ", in " + label};
+                                       reduce_op_name(static_cast<ReduceOp>(h.redop)) + ", " + me +
+                                       " with " + reduce_op_name(op.redop) + ", in " + label};
   if ((op.kind == OpKind::broadcast || op.kind == OpKind::reduce) && h.root != op.root)
     return {HCOMM_ERR_INVALID_ARG, who + " passed root " + std::to_string(h.root) + ", " + me +
                                        " root " + std::to_string(op.root) + ", to " + label};
@@ -318,6 +317,5 @@ void SlotCollectives::compute(const Operation& op, uint32_t seq) const {
       return;
   }
 }
-
 
 }  // namespace hcomm::coll

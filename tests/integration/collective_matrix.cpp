@@ -559,8 +559,9 @@ const std::vector<AlgoSet> kAlgoSets = {
     {"rd", {"allreduce", "broadcast", "reduce"}},
     {"hd", {"allreduce"}},
     // Hierarchical: over the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else
-    // one host, where it is a reduce to the leader and a broadcast.
-    {"hier", {"allreduce"}},
+    // one host, where the allreduce is a reduce to the leader and a broadcast, the broadcast a
+    // tree of the host and the allgather(v) a gather to the leader and a broadcast.
+    {"hier", {"allreduce", "broadcast", "allgather", "allgatherv"}},
     {"direct",
      {"allgather", "allgatherv", "reduce_scatter", "alltoall", "alltoallv", "gather", "scatter"}},
 };

@@ -30,8 +30,8 @@ int main() {
   }
   for (size_t i = 0; i < count; ++i) {
     if (sum[i] != size * (size + 1) / 2) {
-      std::fprintf(stderr, "transport_probe: allreduce element %zu is %d, expected %d\n", i,
-                   sum[i], size * (size + 1) / 2);
+      std::fprintf(stderr, "transport_probe: allreduce element %zu is %d, expected %d\n", i, sum[i],
+                   size * (size + 1) / 2);
       return 1;
     }
   }

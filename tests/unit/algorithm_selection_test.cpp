@@ -101,3 +101,81 @@ TEST_CASE("forced algorithms and chunk sizes win over the model") {
   CHECK(sel.choose(OpKind::allreduce, 8).chunk_bytes == 24);
   CHECK(sel.choose(OpKind::allgatherv, 1 << 20).algo == Algorithm::direct);  // the V form follows
 }
+
+TEST_CASE("hier broadcast and allgather(v): supported, forced, and chosen only where they pay") {
+  // HCOMM_ALGO: accepted for broadcast and allgather(v), rejected where hier is not implemented.
+  for (const char* ok : {"broadcast=hier", "allgather=hier", "allgatherv=hier",
+                         "allreduce=hier;broadcast=hier;allgather=hier"}) {
+    CAPTURE(ok);
+    CHECK(AlgorithmChoice::parse(ok).ok());
+  }
+  for (const char* bad : {"reduce=hier", "reduce_scatter=hier", "alltoall=hier", "alltoallv=hier",
+                          "gather=hier", "scatter=hier", "barrier=hier"}) {
+    CAPTURE(bad);
+    auto r = AlgorithmChoice::parse(bad);
+    CHECK_FALSE(r.ok());
+    if (!r.ok()) CHECK(r.status().message().find("has no 'hier'") != std::string::npos);
+  }
+  auto bare = AlgorithmChoice::parse("hier");  // every operation that has it
+  REQUIRE(bare.ok());
+  for (OpKind k : {OpKind::allreduce, OpKind::broadcast, OpKind::allgather, OpKind::allgatherv})
+    CHECK(bare->forced(k) == Algorithm::hier);
+  CHECK(bare->forced(OpKind::reduce) == Algorithm::automatic);
+
+  // Forced, it is used whatever the layout (one host included); allgatherv follows allgather.
+  auto forced = AlgorithmChoice::parse("broadcast=hier;allgather=hier");
+  REQUIRE(forced.ok());
+  for (int hosts : {1, 2}) {
+    AlgorithmSelector sel(4, LinkCost{}, forced.value(), 0, hosts, hosts == 1 ? 4 : 2);
+    for (OpKind k : {OpKind::broadcast, OpKind::allgather, OpKind::allgatherv})
+      for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 20}) {
+        const auto c = sel.choose(k, bytes);
+        CHECK(c.algo == Algorithm::hier);
+        CHECK(c.chunk_bytes > 0);
+        CHECK(c.predicted_us >= 0);
+      }
+  }
+
+  LinkCost tcp;        // between hosts: the built-in figures
+  LinkCost shm = tcp;  // within a host: ten times cheaper messages and bytes
+  shm.alpha_us /= 10;
+  shm.beta_us_per_byte /= 10;
+  const size_t sizes[] = {8, 4096, 64 * 1024, 1 << 20, 64u << 20};
+  for (OpKind k : {OpKind::broadcast, OpKind::allgather, OpKind::allgatherv})
+    for (size_t bytes : sizes) {
+      CAPTURE(op_kind_name(k));
+      CAPTURE(bytes);
+      // One host, or one rank per host: never hier, however cheap the local links.
+      for (int n : {2, 4, 8}) {
+        CHECK(AlgorithmSelector(n, tcp, {}, 0, 1, n, shm).choose(k, bytes).algo != Algorithm::hier);
+        CHECK(AlgorithmSelector(n, tcp, {}, 0, n, 1, shm).choose(k, bytes).algo != Algorithm::hier);
+        CHECK(AlgorithmSelector(n, tcp, {}, 0).choose(k, bytes).algo != Algorithm::hier);
+      }
+      // Two hosts of four: the choice is the cheapest prediction, hier included.
+      for (const AlgorithmSelector& sel :
+           {AlgorithmSelector(8, tcp, {}, 0, 2, 4), AlgorithmSelector(8, tcp, {}, 0, 2, 4, shm)}) {
+        const auto choice = sel.choose(k, bytes);
+        const auto hier = sel.predict(k, Algorithm::hier, bytes);
+        CHECK(hier.predicted_us > 0);
+        CHECK(hier.chunk_bytes > 0);
+        CHECK(choice.predicted_us <= hier.predicted_us);
+        if (choice.algo == Algorithm::hier) CHECK(choice.predicted_us == hier.predicted_us);
+      }
+    }
+  // With one link kind, the allgather's local phases only add to a flat algorithm's bytes: never
+  // hier. With links ten times cheaper within hosts, only the leaders' exchange crosses the slow
+  // links: hier wins allgathers small and large, and broadcasts up to a few MiB (beyond, the
+  // leader's two sends per chunk cost more than the double binary tree's half-buffer trees).
+  for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
+    CAPTURE(bytes);
+    CHECK(AlgorithmSelector(8, tcp, {}, 0, 2, 4).choose(OpKind::allgather, bytes).algo !=
+          Algorithm::hier);
+    CHECK(AlgorithmSelector(8, tcp, {}, 0, 2, 4).choose(OpKind::broadcast, bytes).algo !=
+          Algorithm::hier);
+    CHECK(AlgorithmSelector(8, tcp, {}, 0, 2, 4, shm).choose(OpKind::allgather, bytes).algo ==
+          Algorithm::hier);
+    if (bytes <= (size_t{1} << 20))
+      CHECK(AlgorithmSelector(8, tcp, {}, 0, 2, 4, shm).choose(OpKind::broadcast, bytes).algo ==
+            Algorithm::hier);
+  }
+}

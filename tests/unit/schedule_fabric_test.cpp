@@ -790,18 +790,39 @@ std::string run_case(const Case& c) {
                ", not to the next rank in the ring order, " + std::to_string(next);
   }
   if (c.algo == Algorithm::hier && !c.hosts.empty()) {  // only leaders talk across hosts
+    auto host = [&](int r) { return c.hosts[static_cast<size_t>(r)]; };
+    // A host's leader: its lowest rank; a broadcast's root leads its own host.
     auto leader = [&](int r) {
-      return std::find(c.hosts.begin(), c.hosts.end(), c.hosts[static_cast<size_t>(r)]) -
-                 c.hosts.begin() ==
-             r;
+      if (c.kind == OpKind::broadcast && host(r) == host(c.root)) return r == c.root;
+      return std::find(c.hosts.begin(), c.hosts.end(), host(r)) - c.hosts.begin() == r;
     };
+    std::map<int, size_t> into_host;  // bytes each host receives from the others
     for (int r = 0; r < c.n; ++r)
-      for (const coll::Step& st : fabric.schedule(r).steps())
-        if (st.kind == coll::Step::Kind::send &&
-            c.hosts[static_cast<size_t>(r)] != c.hosts[static_cast<size_t>(st.peer)] &&
-            !(leader(r) && leader(st.peer)))
+      for (const coll::Step& st : fabric.schedule(r).steps()) {
+        if (st.kind != coll::Step::Kind::send || host(r) == host(st.peer)) continue;
+        if (!(leader(r) && leader(st.peer)))
           return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
                  " on another host, and they are not both leaders";
+        into_host[host(st.peer)] += st.bytes;
+      }
+    // Broadcast and allgather(v): each host receives what it lacks exactly once.
+    if (c.kind == OpKind::broadcast || c.kind == OpKind::allgather ||
+        c.kind == OpKind::allgatherv) {
+      for (int h : std::set<int>(c.hosts.begin(), c.hosts.end())) {
+        size_t lacks = 0;
+        for (int r = 0; r < c.n; ++r) {
+          const coll::Operation& op = io[static_cast<size_t>(r)].op;
+          const size_t block =
+              (c.kind == OpKind::allgatherv ? op.recv_counts[static_cast<size_t>(r)] : c.count) *
+              dtype_size(c.dtype);
+          if (c.kind == OpKind::broadcast && r == c.root && host(r) != h) lacks = block;
+          if (c.kind != OpKind::broadcast && host(r) != h) lacks += block;
+        }
+        if (into_host[h] != lacks)
+          return "host " + std::to_string(h) + " receives " + std::to_string(into_host[h]) +
+                 " bytes from other hosts, not the " + std::to_string(lacks) + " it lacks";
+      }
+    }
   }
   const size_t esize = dtype_size(c.dtype);
   for (int r = 0; r < c.n; ++r) {
@@ -881,56 +902,11 @@ std::vector<std::vector<int>> ring_orders(int n, uint64_t seed) {
   return orders;
 }
 
-/// The matrix for one (kind, algorithm): n = 1..8, every count, chunk size, root (rooted
-/// kinds), in place (reduce_scatter: both forms) or not, `types` x `ops`, two interleavings. Large
-/// counts with tiny chunks run only the first type and op, to keep the runtime sane. Rings and
-/// chains also run with each of ring_orders() (one interleaving, the first type; large counts
-/// with tiny chunks only with the interleaved hosts).
-void run_matrix(Runner& run, OpKind kind, Algorithm algo, const std::vector<DataType>& types,
-                const std::vector<ReduceOp>& ops) {
-  for (int n = 1; n <= 8; ++n)
-    for (size_t count : kCounts)
-      for (size_t chunk : kChunks)
-        for (DataType t : types)
-          for (ReduceOp op : ops)
-            for (int in_place = 0; in_place < (kind == OpKind::reduce_scatter ? 3 : 2); ++in_place)
-              for (int root = 0; root < (rooted(kind) ? n : 1); ++root) {
-                const bool big = count * dtype_size(t) / chunk > 64;
-                if (big && (t != types[0] || op != ops[0] || (root != 0 && root != n - 1)))
-                  continue;
-                Case c;
-                c.kind = kind;
-                c.algo = algo;
-                c.dtype = t;
-                c.redop = op;
-                c.count = count;
-                c.n = n;
-                c.root = root;
-                c.in_place = in_place != 0;
-                c.same_pointer = in_place == 2;
-                c.chunk = chunk;
-                const uint64_t base = static_cast<uint64_t>(n + count + chunk + root);
-                for (uint64_t seed = 1; seed <= (big ? 1u : 2u); ++seed) {
-                  c.seed = seed + base;
-                  run(c);
-                }
-                if (!follows_ring_order(kind, algo) || t != types[0]) continue;
-                const uint64_t order_seed =
-                    base * 31 + static_cast<uint64_t>(in_place * 7 + static_cast<int>(op));
-                auto orders = ring_orders(n, order_seed);
-                if (big && !orders.empty()) orders.erase(orders.begin(), orders.end() - 1);
-                for (std::vector<int>& order : orders) {
-                  c.order = std::move(order);
-                  ++c.seed;
-                  run(c);
-                }
-              }
-}
-
-/// Host layouts for the hierarchical allreduce over n ranks, hosts numbered in order of their
+/// Host layouts for the hierarchical algorithms over n ranks, hosts numbered in order of their
 /// lowest rank: one host (null and explicit), contiguous pairs, interleaved over two and three
-/// hosts, contiguous hosts of uneven sizes 3, 1, 2, 3, ... and one rank per host.
-std::vector<std::vector<int>> host_layouts(int n) {
+/// hosts, contiguous hosts of uneven sizes 3, 1, 2, 3, ..., one rank per host, and with `random`
+/// (n >= 4) last a random assignment to 2..n-1 hosts, seeded by n: uneven and not contiguous.
+std::vector<std::vector<int>> host_layouts(int n, bool random = false) {
   std::vector<std::vector<int>> out{{}};
   auto add = [&](auto host_of_rank) {
     std::vector<int> h(static_cast<size_t>(n));
@@ -953,7 +929,71 @@ std::vector<std::vector<int>> host_layouts(int n) {
     return host;
   });
   add([](int r) { return r; });
+  if (random && n >= 4) {
+    std::mt19937_64 rng(static_cast<uint64_t>(n) * 7919);
+    const int hosts = 2 + static_cast<int>(rng() % static_cast<uint64_t>(n - 2));
+    std::vector<int> random(static_cast<size_t>(n));
+    for (int& h : random) h = static_cast<int>(rng() % static_cast<uint64_t>(hosts));
+    add([&](int r) { return random[static_cast<size_t>(r)]; });
+  }
   return out;
+}
+
+/// The matrix for one (kind, algorithm): n = 1..8, every count, chunk size, root (rooted
+/// kinds), in place (reduce_scatter: both forms) or not, `types` x `ops`, two interleavings. Large
+/// counts with tiny chunks run only the first type and op, to keep the runtime sane. Rings and
+/// chains also run with each of ring_orders() (one interleaving, the first type; large counts
+/// with tiny chunks only with the interleaved hosts). Hierarchical algorithms run over each of
+/// host_layouts() (the first type and no large counts with tiny chunks, but for contiguous pairs
+/// and the random layout; one interleaving each, the layouts already vary the schedules).
+void run_matrix(Runner& run, OpKind kind, Algorithm algo, const std::vector<DataType>& types,
+                const std::vector<ReduceOp>& ops) {
+  for (int n = 1; n <= 8; ++n) {
+    const auto layouts =
+        algo == Algorithm::hier ? host_layouts(n, true) : std::vector<std::vector<int>>{{}};
+    for (size_t l = 0; l < layouts.size(); ++l)
+      for (size_t count : kCounts)
+        for (size_t chunk : kChunks)
+          for (DataType t : types)
+            for (ReduceOp op : ops)
+              for (int in_place = 0; in_place < (kind == OpKind::reduce_scatter ? 3 : 2);
+                   ++in_place)
+                for (int root = 0; root < (rooted(kind) ? n : 1); ++root) {
+                  const bool big = count * dtype_size(t) / chunk > 64;
+                  if (big && (t != types[0] || op != ops[0] || (root != 0 && root != n - 1)))
+                    continue;
+                  if (layouts.size() > 1 && (t != types[0] || big) && l != 2 &&
+                      l + 1 != layouts.size())
+                    continue;
+                  Case c;
+                  c.kind = kind;
+                  c.algo = algo;
+                  c.hosts = std::vector<int>(layouts[l]);  // copy-assigning trips GCC 12 -Wnonnull
+                  c.dtype = t;
+                  c.redop = op;
+                  c.count = count;
+                  c.n = n;
+                  c.root = root;
+                  c.in_place = in_place != 0;
+                  c.same_pointer = in_place == 2;
+                  c.chunk = chunk;
+                  const uint64_t base = static_cast<uint64_t>(n + count + chunk + root) + l * 13;
+                  for (uint64_t seed = 1; seed <= (big || layouts.size() > 1 ? 1u : 2u); ++seed) {
+                    c.seed = seed + base;
+                    run(c);
+                  }
+                  if (!follows_ring_order(kind, algo) || t != types[0]) continue;
+                  const uint64_t order_seed =
+                      base * 31 + static_cast<uint64_t>(in_place * 7 + static_cast<int>(op));
+                  auto orders = ring_orders(n, order_seed);
+                  if (big && !orders.empty()) orders.erase(orders.begin(), orders.end() - 1);
+                  for (std::vector<int>& order : orders) {
+                    c.order = std::move(order);
+                    ++c.seed;
+                    run(c);
+                  }
+                }
+  }
 }
 
 const std::vector<ReduceOp> kOpsAll(std::begin(kAllOps), std::end(kAllOps));
@@ -1068,6 +1108,45 @@ TEST_CASE("fabric: allgather(v) and reduce_scatter") {
   }
 }
 
+TEST_CASE("fabric: hierarchical broadcast and allgather(v) over host layouts") {
+  Runner run;
+  const std::vector<DataType> types{DataType::float32, DataType::uint8, DataType::int64};
+  SUBCASE("broadcast") {
+    run_matrix(run, OpKind::broadcast, Algorithm::hier, types, kNoOp);
+  }
+  SUBCASE("allgather") {
+    run_matrix(run, OpKind::allgather, Algorithm::hier, types, kNoOp);
+  }
+  SUBCASE("allgatherv") {
+    run_matrix(run, OpKind::allgatherv, Algorithm::hier, types, kNoOp);
+  }
+}
+
+TEST_CASE("fabric: hierarchical broadcast and allgather(v) through chains and a ring of leaders") {
+  Runner run;
+  // Large enough for chains and the leaders' ring (HierarchicalBroadcast/Allgather::kRingBytes),
+  // in many chunks and in one.
+  for (OpKind kind : {OpKind::broadcast, OpKind::allgather, OpKind::allgatherv})
+    for (int n : {5, 8})
+      for (const std::vector<int>& hosts : host_layouts(n, true))
+        for (size_t chunk : {size_t{4096}, size_t{512 * 1024}})
+          for (int root : {0, n / 2, n - 1}) {
+            if (kind != OpKind::broadcast && root != 0) continue;
+            Case c;
+            c.kind = kind;
+            c.algo = Algorithm::hier;
+            c.dtype = DataType::int32;
+            c.count = kind == OpKind::broadcast ? 40009 : 6007;
+            c.n = n;
+            c.root = root;
+            c.in_place = (chunk + static_cast<size_t>(root)) % 3 == 0;
+            c.chunk = chunk;
+            c.hosts = std::vector<int>(hosts);
+            c.seed = static_cast<uint64_t>(n + chunk + root) + hosts.size();
+            run(c);
+          }
+}
+
 TEST_CASE("fabric: alltoall(v), gather, scatter") {
   Runner run;
   const std::vector<DataType> types{DataType::uint8, DataType::int32, DataType::float64};
@@ -1117,10 +1196,10 @@ TEST_CASE("plan: algorithm table, defaults and names") {
   const std::map<K, std::set<Algorithm>> table = {
       {K::allreduce,
        {Algorithm::ring, Algorithm::tree, Algorithm::rd, Algorithm::hd, Algorithm::hier}},
-      {K::broadcast, {Algorithm::ring, Algorithm::tree, Algorithm::rd}},
+      {K::broadcast, {Algorithm::ring, Algorithm::tree, Algorithm::rd, Algorithm::hier}},
       {K::reduce, {Algorithm::ring, Algorithm::tree, Algorithm::rd}},
-      {K::allgather, {Algorithm::ring, Algorithm::direct}},
-      {K::allgatherv, {Algorithm::ring, Algorithm::direct}},
+      {K::allgather, {Algorithm::ring, Algorithm::direct, Algorithm::hier}},
+      {K::allgatherv, {Algorithm::ring, Algorithm::direct, Algorithm::hier}},
       {K::reduce_scatter, {Algorithm::ring, Algorithm::direct}},
       {K::alltoall, {Algorithm::direct}},
       {K::alltoallv, {Algorithm::direct}},
