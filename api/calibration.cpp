@@ -1,10 +1,14 @@
-// Link calibration at communicator creation: ranks 0 and 1 time ping-pongs of a small and a
-// large message over the communicator's own data plane (so the figures include hcomm's software
-// path, not just the kernel's), rank 0 times its reduction kernel, and broadcasts the three
-// figures so that every rank's cost model — and so every rank's algorithm choice — is the same.
+// Link calibration at communicator creation: rank 0 times ping-pongs of a small and a large
+// message over the communicator's own data plane (so the figures include hcomm's software path,
+// not just the kernel's) with a rank on another host and with one on its own host, where there
+// are such ranks — the two link kinds (TCP across hosts, shared memory within) differ by an order
+// of magnitude, and the hierarchical algorithms' phases use one each. Rank 0 also times its
+// reduction kernel, and broadcasts the figures so that every rank's cost model — and so every
+// rank's algorithm choice — is the same.
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <optional>
 #include <vector>
 
 #include "api/communicator_impl.hpp"
@@ -33,7 +37,16 @@ double seconds_to_us(Clock::duration d) {
 Status CommunicatorImpl::calibrate() {
   if (size() == 1 || !cfg_.calibrate) return {};
   coll::LinkCost cost;
-  std::vector<double> figures(3, 0.0);
+  // alpha, beta (across hosts, or the one link kind), gamma, alpha and beta within rank 0's host
+  // (0: no such link measured).
+  std::vector<double> figures(5, 0.0);
+  int remote_peer = -1, local_peer = -1;  // rank 0's partners
+  for (int r = 1; r < size(); ++r) {
+    const bool same = host_of_.empty() || host_of_[static_cast<size_t>(r)] == host_of_[0];
+    int& slot = same ? local_peer : remote_peer;
+    if (slot < 0) slot = r;
+  }
+  int peer = -1;  // who this rank ping-pongs with now
   auto transfer = [&](coll::OpKind kind, std::vector<std::byte>& buf) {
     auto op = std::make_shared<coll::Operation>();
     op->kind = kind;
@@ -43,7 +56,7 @@ Status CommunicatorImpl::calibrate() {
       op->send = buf.data();
     else
       op->recv = buf.data();
-    op->peer = 1 - rank();
+    op->peer = peer;
     op->tag = kReservedTag;
     return run(std::move(op));
   };
@@ -62,14 +75,21 @@ Status CommunicatorImpl::calibrate() {
     *out = median(trips) / 2;
     return {};
   };
-  if (rank() <= 1) {
+  // Rank 0 with `partner`: alpha and beta into figures[at], figures[at + 1].
+  auto measure = [&](int partner, size_t at) -> Status {
+    if (partner < 0 || (rank() != 0 && rank() != partner)) return {};
+    peer = rank() == 0 ? partner : 0;
     double small_us = 0, large_us = 0;
     Status s = one_way_us(kSmall, 5, 31, &small_us);
     if (s.ok()) s = one_way_us(kLarge, 1, 5, &large_us);
     if (!s.ok()) return s;
-    figures[0] = std::max(0.5, small_us);
-    figures[1] = std::max(1e-5, (large_us - figures[0]) / kLarge);
-  }
+    figures[at] = std::max(0.05, small_us);
+    figures[at + 1] = std::max(1e-6, (large_us - figures[at]) / kLarge);
+    return {};
+  };
+  Status measured = measure(remote_peer >= 0 ? remote_peer : local_peer, 0);
+  if (measured.ok() && remote_peer >= 0) measured = measure(local_peer, 3);
+  if (!measured.ok()) return measured;
   if (rank() == 0) {
     std::vector<float> a(kLarge / sizeof(float), 1.0f), b(a.size(), 2.0f);
     std::vector<double> runs;
@@ -91,8 +111,15 @@ Status CommunicatorImpl::calibrate() {
   cost.alpha_us = figures[0];
   cost.beta_us_per_byte = figures[1];
   cost.gamma_us_per_byte = figures[2];
-  make_selector(cost);
-  HCOMM_LOG(info, log::kInit, "link cost (measured): %s", cost.to_string().c_str());
+  std::optional<coll::LinkCost> local;
+  if (figures[3] > 0) {
+    local = cost;
+    local->alpha_us = figures[3];
+    local->beta_us_per_byte = figures[4];
+  }
+  make_selector(cost, local);
+  HCOMM_LOG(info, log::kInit, "link cost (measured): %s%s%s", cost.to_string().c_str(),
+            local ? "; within a host: " : "", local ? local->to_string().c_str() : "");
   return {};
 }
 

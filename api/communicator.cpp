@@ -74,21 +74,22 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
   }
   if (host_index.size() <= 1) host_of_.clear();
   if (auto board = control_->take_slot_board()) {
-    slots_ = std::make_shared<coll::SlotCollectives>(
-        std::move(*board), cfg_.rank, spin_budget(cfg_, control_->local_ranks()));
+    slots_ = std::make_shared<coll::SlotCollectives>(std::move(*board), cfg_.rank,
+                                                     spin_budget(cfg_, control_->local_ranks()));
     control_->add_poller(slots_.get());
   }
   make_selector(coll::LinkCost{});
 }
 
-void CommunicatorImpl::make_selector(const coll::LinkCost& cost) {
+void CommunicatorImpl::make_selector(const coll::LinkCost& cost,
+                                     std::optional<coll::LinkCost> local_cost) {
   std::map<int, int> ranks_per_host;
   for (int h : host_of_) ++ranks_per_host[h];
   int largest = 0;
   for (const auto& [host, ranks] : ranks_per_host) largest = std::max(largest, ranks);
   selector_ = std::make_unique<coll::AlgorithmSelector>(
       cfg_.world_size, cost, forced_, cfg_.chunk_bytes,
-      std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest);
+      std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest, local_cost);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "actors/communicator_control.hpp"
@@ -64,8 +65,9 @@ class CommunicatorImpl {
  private:
   class EngineDriver;
   void log_choice(const coll::Operation& op, const coll::AlgorithmSelector::Choice& c) const;
-  /// The cost model for `cost` and this communicator's host layout.
-  void make_selector(const coll::LinkCost& cost);
+  /// The cost model for `cost` (across hosts, or the one link kind), `local_cost` (within a
+  /// host, when measured apart) and this communicator's host layout.
+  void make_selector(const coll::LinkCost& cost, std::optional<coll::LinkCost> local_cost = {});
 
   Config cfg_;
   std::unique_ptr<actors::CommunicatorControl> control_;

@@ -70,10 +70,7 @@ void print_world(hcomm::Communicator& comm) {
   for (const auto& a : ranks) {
     std::printf("%6d", a.rank);
     for (const auto& b : ranks)
-      std::printf("%3s", a.rank == b.rank              ? "-"
-                         : a.host_id != b.host_id      ? "T"
-                         : shm                         ? "s"
-                                                       : "t");
+      std::printf("%3s", a.rank == b.rank ? "-" : a.host_id != b.host_id ? "T" : shm ? "s" : "t");
     std::printf("\n");
   }
   bool one_host = true;

@@ -26,8 +26,8 @@ Expected<Doorbell> Doorbell::bind(const std::string& name) {
   Doorbell bell;
   bell.fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (bell.fd_ < 0)
-    return Status{HCOMM_ERR_TRANSPORT, std::string("cannot create a doorbell socket: ") +
-                                           strerror(errno)};
+    return Status{HCOMM_ERR_TRANSPORT,
+                  std::string("cannot create a doorbell socket: ") + strerror(errno)};
   sockaddr_un addr;
   socklen_t len = abstract_address(name, &addr);
   if (::bind(bell.fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0)
@@ -64,8 +64,7 @@ void Doorbell::ring(const std::string& peer_name) const {
   sockaddr_un addr;
   socklen_t len = abstract_address(peer_name, &addr);
   const char one = 1;
-  ssize_t ignored =
-      sendto(fd_, &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), len);
+  ssize_t ignored = sendto(fd_, &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), len);
   (void)ignored;
 }
 

@@ -73,9 +73,9 @@ Expected<LinkSegment> LinkSegment::attach(const std::string& name, uint64_t comm
   }
   if (h.magic != LinkSegmentHeader::kMagic || h.comm_uid != comm_uid || h.cells != kCells ||
       h.cell_bytes != kCellBytes)
-    return Status{HCOMM_ERR_INTERNAL,
-                  "/dev/shm/" + name + " has another layout: ranks of one job run different "
-                                       "hcomm builds"};
+    return Status{HCOMM_ERR_INTERNAL, "/dev/shm/" + name +
+                                          " has another layout: ranks of one job run different "
+                                          "hcomm builds"};
   h.attacher = ProcessIdentity::self();
   h.state.store(LinkSegmentHeader::kAttached, std::memory_order_release);
   SharedSegment::unlink(name);  // both sides have it mapped: nothing can leak any more

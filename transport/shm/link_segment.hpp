@@ -40,8 +40,8 @@ struct LinkSegmentHeader {
   uint64_t comm_uid = 0;
   uint32_t cells = 0;
   uint32_t cell_bytes = 0;
-  ProcessIdentity creator;   ///< the lower rank
-  ProcessIdentity attacher;  ///< the higher rank, once it mapped the segment
+  ProcessIdentity creator;         ///< the lower rank
+  ProcessIdentity attacher;        ///< the higher rank, once it mapped the segment
   std::atomic<uint32_t> state{0};  ///< kCreating, kReady, kAttached
   static constexpr uint32_t kCreating = 0, kReady = 1, kAttached = 2;
 };

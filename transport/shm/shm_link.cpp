@@ -94,8 +94,8 @@ void ShmLink::wait_attached(Clock::time_point deadline) {
                                         "hosts that share a boot id)"},
                 false);
   }
-  timer_ = engine_.add_timer(Clock::now() + kAttachRetry,
-                             [this, deadline] { wait_attached(deadline); });
+  timer_ =
+      engine_.add_timer(Clock::now() + kAttachRetry, [this, deadline] { wait_attached(deadline); });
 }
 
 void ShmLink::try_attach(Clock::time_point deadline) {
@@ -109,12 +109,12 @@ void ShmLink::try_attach(Clock::time_point deadline) {
   }
   if (!not_yet) return fail(seg.status(), false);
   if (Clock::now() >= deadline)
-    return fail({HCOMM_ERR_TIMEOUT, "rank " + std::to_string(params_.peer) +
-                                        " never created /dev/shm/" + segment_name_ + ": " +
-                                        seg.status().message()},
-                false);
-  timer_ = engine_.add_timer(Clock::now() + kAttachRetry,
-                             [this, deadline] { try_attach(deadline); });
+    return fail(
+        {HCOMM_ERR_TIMEOUT, "rank " + std::to_string(params_.peer) + " never created /dev/shm/" +
+                                segment_name_ + ": " + seg.status().message()},
+        false);
+  timer_ =
+      engine_.add_timer(Clock::now() + kAttachRetry, [this, deadline] { try_attach(deadline); });
 }
 
 void ShmLink::went_up() {

@@ -23,10 +23,10 @@
 
 #include "transport/link.hpp"
 #include "transport/payload.hpp"
-#include "transport/unexpected_frames.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/shm/doorbell.hpp"
 #include "transport/shm/link_segment.hpp"
+#include "transport/unexpected_frames.hpp"
 
 namespace hcomm::transport::shm {
 

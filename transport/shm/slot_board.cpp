@@ -19,8 +19,7 @@ struct BoardHeader {
   ProcessIdentity ranks[kMaxRanks];
 };
 
-constexpr size_t kHeaderBytes =
-    (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;
+constexpr size_t kHeaderBytes = (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;
 constexpr size_t kSlotStride = sizeof(SlotHeader) + SlotBoard::kSlotBytes;
 constexpr size_t kRankStride = 64 + SlotBoard::kDepth * kSlotStride;
 
@@ -38,8 +37,7 @@ BoardHeader& board_header(void* base) {
 
 Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
                                          std::chrono::steady_clock::time_point deadline) {
-  if (size > kMaxRanks)
-    return Status{HCOMM_ERR_INVALID_ARG, "slot boards hold at most 256 ranks"};
+  if (size > kMaxRanks) return Status{HCOMM_ERR_INVALID_ARG, "slot boards hold at most 256 ranks"};
   const std::string name = board_name(comm_uid);
   const size_t bytes = kHeaderBytes + static_cast<size_t>(size) * kRankStride;
   SlotBoard board;
@@ -76,8 +74,9 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
       break;
     }
     if (mem.ok() && mem->bytes() != bytes && mem->bytes() != 0)
-      return Status{HCOMM_ERR_INTERNAL, "/dev/shm/" + name + " has another size: ranks of one "
-                                                             "job run different hcomm builds"};
+      return Status{HCOMM_ERR_INTERNAL, "/dev/shm/" + name +
+                                            " has another size: ranks of one "
+                                            "job run different hcomm builds"};
     if (!mem.ok() && !missing) return mem.status();
     if (std::chrono::steady_clock::now() >= deadline)
       return Status{HCOMM_ERR_TIMEOUT, "rank 0 never created /dev/shm/" + name};
@@ -105,8 +104,8 @@ std::byte* SlotBoard::slot_data(int rank, uint32_t seq) const {
 }
 
 SlotProgress& SlotBoard::progress(int rank) const {
-  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderBytes +
-               static_cast<size_t>(rank) * kRankStride;
+  auto* base =
+      static_cast<std::byte*>(mem_.data()) + kHeaderBytes + static_cast<size_t>(rank) * kRankStride;
   return *reinterpret_cast<SlotProgress*>(base);
 }
 
