@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "log/log.hpp"
-#include "transport/shm/stream_copy.hpp"
+#include "transport/shm/cell_copy.hpp"
 
 namespace hcomm::transport::shm {
 namespace {
@@ -19,7 +19,7 @@ constexpr size_t kCellBytes = LinkSegment::kCellBytes;
 // is copied once, straight into place; a smaller one is copied aside at once.
 constexpr size_t kHoldMinBytes = 4096;
 constexpr auto kHold = std::chrono::microseconds(200);
-// Frames this large are copied out with streaming stores (see stream_copy.hpp): a 4 MiB
+// Frames this large are copied out with streaming stores (see cell_copy.hpp): a 4 MiB
 // allreduce on 2 ranks (2 MiB frames) went from 440-960 to 370-460 us.
 constexpr size_t kStreamMinBytes = 2 << 20;
 // How often the peer's process is looked for, while up and while attaching.
@@ -188,7 +188,7 @@ bool ShmLink::pump_sends() {
     const size_t n = std::min<size_t>(kCellBytes, o.header.length - o.written);
     const std::byte* src =
         o.payload != nullptr ? o.payload : reinterpret_cast<const std::byte*>(o.owned.data());
-    if (n > 0) std::memcpy(segment_.cell_data(out_, out_tail_), src + o.written, n);
+    if (n > 0) cell_copy(segment_.cell_data(out_, out_tail_), src + o.written, n);
     o.written += n;
     ring.tail.store(++out_tail_, std::memory_order_release);
     worked = true;
@@ -311,12 +311,12 @@ bool ShmLink::pump_receives() {
     const std::byte* data = segment_.cell_data(in_, in_head_);
     if (n > 0 && !cur_.drop) {
       if (cur_.stash || cur_.header.kind != static_cast<uint8_t>(FrameKind::data)) {
-        std::memcpy(cur_.payload.data() + cur_.got, data, n);
+        cell_copy(cur_.payload.data() + cur_.got, data, n);
       } else if (cur_.dst != nullptr) {
         if (cur_.header.length >= kStreamMinBytes)
           stream_copy(cur_.dst + cur_.got, data, n);
         else
-          std::memcpy(cur_.dst + cur_.got, data, n);
+          cell_copy(cur_.dst + cur_.got, data, n);
       } else {
         cur_.request->on_piece(cur_.got, data, n);  // e.g. reduces straight from the ring
       }
