@@ -49,7 +49,10 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   void drive(const detail::Completion& c, Clock::time_point deadline) override;
   // transport::Poller (engine thread): operations nobody waits on.
   bool poll() override;
-  bool prepare_sleep() override { return pending_count_.load() == 0; }
+  bool prepare_sleep() override { return true; }
+  /// Operations nobody waits on are looked at every millisecond (their peers ring no doorbell;
+  /// busy polling for them could burn a core for as long as a peer is late).
+  int max_sleep_ms() const override { return pending_count_.load() > 0 ? 1 : -1; }
 
  private:
   struct Pending {

@@ -234,6 +234,10 @@ void ProgressEngine::poll_once(bool may_sleep) {
       return;
     }
     timeout = next_timeout_ms();
+    for (Poller* p : pollers_) {
+      const int cap = p != nullptr ? p->max_sleep_ms() : -1;
+      if (cap >= 0 && cap < timeout) timeout = cap;
+    }
   } else if (!pollers_.empty() && ++rounds_ % kPollsPerEpoll != 0) {
     return;  // busy polling: shared memory every round, sockets every few
   }

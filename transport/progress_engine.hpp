@@ -49,6 +49,9 @@ class Poller {
   /// (e.g. tell the peer to ring a doorbell), then look once more. False: work is ready, do not
   /// block.
   virtual bool prepare_sleep() = 0;
+  /// The longest the engine may sleep before it looks again, in ms (for work that nobody can
+  /// ring a doorbell for); negative: no limit.
+  virtual int max_sleep_ms() const { return -1; }
 
  protected:
   ~Poller() = default;
