@@ -75,10 +75,12 @@ void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {
 }
 
 void DataPlane::close(std::chrono::milliseconds grace, std::function<void()> done) {
-  executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   for (auto& cb : on_down_) cb = nullptr;  // a goodbye is not a failure to report
+  // Links first: one that fails its requests as it closes (shared memory) must find their
+  // operations still there; fail_all() then frees what is left.
   for (auto& link : links_)
     if (link && link->is_up()) link->close();
+  executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   poll_closed(transport::ProgressEngine::Clock::now() + grace, std::move(done));
 }
 

@@ -121,14 +121,19 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
       return work;
     }
   }
-  std::lock_guard<std::mutex> lock(submit_mutex_);
   if (collective && uses_slots(*op)) {
-    // Numbered like every collective (every rank takes this path for this call).
-    op->seq = next_seq_++;
-    op->completion->set_driver(slots_);
-    slots_->start(std::move(op), std::chrono::steady_clock::now() + cfg_.op_timeout);
+    coll::SlotCollectives::Finished finished;
+    {
+      std::lock_guard<std::mutex> lock(submit_mutex_);
+      // Numbered like every collective (every rank takes this path for this call).
+      op->seq = next_seq_++;
+      op->completion->set_driver(slots_);
+      slots_->start(std::move(op), std::chrono::steady_clock::now() + cfg_.op_timeout, &finished);
+    }
+    coll::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
     return work;
   }
+  std::lock_guard<std::mutex> lock(submit_mutex_);
   op->completion->set_driver(driver_);
   if (collective) {
     op->seq = next_seq_++;

@@ -57,9 +57,22 @@ SlotCollectives::SlotCollectives(SlotBoard board, int rank, std::chrono::microse
     : board_(std::move(board)), rank_(rank), spin_(spin) {}
 
 SlotCollectives::~SlotCollectives() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& p : pending_)
-    p.op->completion->complete({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
+  // Tell the others, and wake whoever sleeps on this rank's words, so that they fail at once
+  // instead of waiting for their deadline.
+  auto& mine = board_.progress(rank_);
+  mine.closed.store(1);
+  transport::futex_wake(&mine.done, INT_MAX, transport::FutexScope::shared);
+  for (uint32_t d = 0; d < SlotBoard::kDepth; ++d)
+    transport::futex_wake(&board_.slot(rank_, d).seq, INT_MAX, transport::FutexScope::shared);
+  Finished finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& p : pending_)
+      finished.emplace_back(std::move(p.op),
+                            Status{HCOMM_ERR_ABORTED, "the communicator was destroyed"});
+    pending_.clear();
+  }
+  complete(finished);
 }
 
 bool SlotCollectives::handles(const Operation& op) const {
@@ -75,19 +88,15 @@ bool SlotCollectives::handles(const Operation& op) const {
   }
 }
 
-void SlotCollectives::start(OperationPtr op, Clock::time_point deadline) {
-  Finished finished;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Pending& p = pending_.emplace_back();
-    p.op = std::move(op);
-    p.seq = ++next_;
-    p.deadline = deadline;
-    pending_count_.fetch_add(1);
-    Blocker b;
-    progress(&b, &finished);
-  }
-  complete(finished);
+void SlotCollectives::start(OperationPtr op, Clock::time_point deadline, Finished* finished) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Pending& p = pending_.emplace_back();
+  p.op = std::move(op);
+  p.seq = ++next_;
+  p.deadline = deadline;
+  pending_count_.fetch_add(1);
+  Blocker b;
+  progress(&b, finished);
 }
 
 void SlotCollectives::complete(Finished& finished) {
@@ -98,29 +107,35 @@ void SlotCollectives::complete(Finished& finished) {
 
 bool SlotCollectives::progress(Blocker* b, Finished* finished) {
   bool worked = false;
-  for (auto& p : pending_) {
-    if (p.published) continue;
-    if (!try_publish(p, b)) break;
-    worked = true;
-  }
-  while (!pending_.empty() && try_complete(pending_.front(), b, finished)) {
-    pending_.pop_front();
-    pending_count_.fetch_sub(1);
-    worked = true;
+  for (bool moved = true; moved;) {
+    moved = false;
+    while (!pending_.empty() && try_complete(pending_.front(), b, finished)) {
+      pending_.pop_front();
+      pending_count_.fetch_sub(1);
+      moved = true;
+    }
+    for (auto& p : pending_) {
+      if (p.published) continue;
+      if (!try_publish(p, b)) break;
+      moved = true;
+    }
+    worked |= moved;
   }
   return worked;
 }
 
 bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
-  // The slot last held operation seq - kDepth: every reader must be done with it.
+  // The slot last held operation seq - kDepth: every reader must be done with it, this rank
+  // included (it reads its own part back when it completes that operation).
   if (p.seq > SlotBoard::kDepth) {
-    const uint32_t target = p.seq - SlotBoard::kDepth;
+    if (pending_.front().seq <= p.seq - SlotBoard::kDepth) return false;  // not completed here
+    const uint32_t target = static_cast<uint32_t>(p.seq - SlotBoard::kDepth);
     for (int q = 0; q < board_.size(); ++q) {
       if (q == rank_) continue;
       auto& prog = board_.progress(q);
       const uint32_t v = prog.done.load(std::memory_order_acquire);
       if (!reached(v, target)) {
-        *b = {&prog.done, &prog.waiters, v, q};
+        if (b->word == nullptr) *b = {&prog.done, &prog.waiters, v, q};
         return false;
       }
     }
@@ -131,6 +146,7 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
   mine.dtype = static_cast<uint8_t>(op.dtype);
   mine.redop = static_cast<uint8_t>(op.redop);
   mine.root = op.root;
+  mine.op_seq = op.seq;
   mine.bytes = contribution_bytes(op);
   mine.rejected = op.invalid.ok() ? 0 : 1;
   mine.data_bytes = 0;
@@ -142,7 +158,7 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
     const std::byte* src = op.kind == OpKind::broadcast ? op.recv : op.send;
     std::memcpy(board_.slot_data(rank_, p.seq), src, mine.bytes);
   }
-  mine.seq.store(p.seq);  // seq_cst: ordered before the waiters check
+  mine.seq.store(static_cast<uint32_t>(p.seq));  // seq_cst: ordered before the waiters check
   if (mine.waiters.load() != 0)
     transport::futex_wake(&mine.seq, INT_MAX, transport::FutexScope::shared);
   p.published = true;
@@ -162,7 +178,7 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
       if (q == rank_ || !reads_from(op, rank_, q)) continue;
       SlotHeader& h = board_.slot(q, p.seq);
       const uint32_t v = h.seq.load(std::memory_order_acquire);
-      if (v != p.seq) {
+      if (v != static_cast<uint32_t>(p.seq)) {
         *b = {&h.seq, &h.waiters, v, q};
         status = check_stuck(p, *b);
         if (status.ok()) return false;
@@ -174,7 +190,7 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
   }
   // Done reading: the others may reuse their slots of this operation kDepth operations on.
   auto& done = board_.progress(rank_);
-  done.done.store(p.seq);
+  done.done.store(static_cast<uint32_t>(p.seq));
   if (done.waiters.load() != 0)
     transport::futex_wake(&done.done, INT_MAX, transport::FutexScope::shared);
   finished->emplace_back(std::move(p.op), std::move(status));
@@ -182,13 +198,17 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
 }
 
 Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
-  // Clock reads are rationed: this runs on every look of a busy wait.
-  if (++stuck_checks_ % 64 != 0) return {};
+  // Clock reads are rationed: this runs on every look of a busy wait. No blocker yet: the
+  // operation has not been tried (it is looked at again right after).
+  if (b.rank < 0 || ++stuck_checks_ % 64 != 0) return {};
   const auto now = Clock::now();
   const Operation& op = *p.op;
-  const std::string label = std::string(op_kind_name(op.kind)) + " #" + std::to_string(op.seq);
+  auto label = [&] { return std::string(op_kind_name(op.kind)) + " #" + std::to_string(op.seq); };
+  if (board_.progress(b.rank).closed.load() != 0)
+    return {HCOMM_ERR_PEER_LOST, "rank " + std::to_string(b.rank) +
+                                     " has destroyed its communicator (during " + label() + ")"};
   if (now >= p.deadline)
-    return {HCOMM_ERR_TIMEOUT, label + " waited in vain for rank " + std::to_string(b.rank) +
+    return {HCOMM_ERR_TIMEOUT, label() + " waited in vain for rank " + std::to_string(b.rank) +
                                    ": does every rank call the same collectives in the same "
                                    "order?"};
   if (now >= next_liveness_) {
@@ -197,7 +217,7 @@ Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
     if (peer.pid != 0 && !peer.alive())
       return {HCOMM_ERR_PEER_LOST, "rank " + std::to_string(b.rank) + " (pid " +
                                        std::to_string(peer.pid) + ", this host) exited during " +
-                                       label};
+                                       label()};
   }
   return {};
 }
@@ -248,17 +268,23 @@ bool SlotCollectives::poll() {
   return worked;
 }
 
-Status SlotCollectives::check_peer(int q, uint32_t seq, const Operation& op) const {
+Status SlotCollectives::check_peer(int q, uint64_t seq, const Operation& op) const {
   const SlotHeader& h = board_.slot(q, seq);
   const bool rooted = op.kind == OpKind::broadcast || op.kind == OpKind::reduce;
   const bool reduces = op.kind == OpKind::allreduce || op.kind == OpKind::reduce;
-  if (h.op_kind == static_cast<uint8_t>(op.kind) && h.rejected == 0 &&
+  if (h.op_seq == op.seq && h.op_kind == static_cast<uint8_t>(op.kind) && h.rejected == 0 &&
       h.dtype == static_cast<uint8_t>(op.dtype) && h.bytes == contribution_bytes(op) &&
       (!reduces || h.redop == static_cast<uint8_t>(op.redop)) && (!rooted || h.root == op.root))
     return {};  // the common case, before any message is built
   const std::string who = "rank " + std::to_string(q);
   const std::string me = "this rank (" + std::to_string(rank_) + ")";
   const std::string label = std::string(op_kind_name(op.kind)) + " #" + std::to_string(op.seq);
+  if (h.op_seq != op.seq)
+    return {HCOMM_ERR_INVALID_ARG,
+            who + "'s slot operation is its collective #" + std::to_string(h.op_seq) +
+                " where this rank's is #" + std::to_string(op.seq) +
+                ": a collective of an earlier call ran on the slot board on one rank and over "
+                "links on another (ranks passed different counts or types to it)"};
   if (h.op_kind != static_cast<uint8_t>(op.kind))
     return {HCOMM_ERR_INVALID_ARG,
             who + " called " + op_kind_name(static_cast<OpKind>(h.op_kind)) + " where " + me +
@@ -288,7 +314,7 @@ Status SlotCollectives::check_peer(int q, uint32_t seq, const Operation& op) con
   return {};
 }
 
-void SlotCollectives::compute(const Operation& op, uint32_t seq) const {
+void SlotCollectives::compute(const Operation& op, uint64_t seq) const {
   const int n = board_.size();
   const size_t bytes = contribution_bytes(op);
   switch (op.kind) {

@@ -42,8 +42,13 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
 
   /// Whether `op` runs here (the same answer on every rank for the same call).
   bool handles(const Operation& op) const;
-  /// Starts `op`, numbered after every earlier call; it may complete before this returns.
-  void start(OperationPtr op, Clock::time_point deadline);
+  using Finished = std::vector<std::pair<OperationPtr, Status>>;
+
+  /// Starts `op`, numbered after every earlier call. Operations it finished on the way (it may
+  /// be one of them) go to `finished`: the caller completes them with complete() once it holds
+  /// no lock, since a completion callback may start the next operation.
+  void start(OperationPtr op, Clock::time_point deadline, Finished* finished);
+  static void complete(Finished& finished);
 
   // detail::ProgressDriver: progresses until `c` is done or `deadline`.
   void drive(const detail::Completion& c, Clock::time_point deadline) override;
@@ -57,7 +62,7 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
  private:
   struct Pending {
     OperationPtr op;
-    uint32_t seq = 0;
+    uint64_t seq = 0;  // slot operation number (the board's 32-bit words hold its low bits)
     Clock::time_point deadline;
     bool published = false;
     Status status;  // a failure found before publishing (rejected arguments, timeout)
@@ -70,17 +75,14 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
     int rank = -1;
   };
 
-  using Finished = std::vector<std::pair<OperationPtr, Status>>;
-
   /// Publishes and completes what it can, in order; true when it did anything. Under mutex_;
   /// the caller completes `finished` after unlocking.
   bool progress(Blocker* blocker, Finished* finished);
   bool try_publish(Pending& p, Blocker* blocker);
   /// Finishes the front operation if every part it reads is there (or it failed).
   bool try_complete(Pending& p, Blocker* blocker, Finished* finished);
-  static void complete(Finished& finished);
-  Status check_peer(int q, uint32_t seq, const Operation& op) const;
-  void compute(const Operation& op, uint32_t seq) const;
+  Status check_peer(int q, uint64_t seq, const Operation& op) const;
+  void compute(const Operation& op, uint64_t seq) const;
   /// A peer process that is gone, or an expired deadline, fails the front operation.
   Status check_stuck(const Pending& p, const Blocker& b);
 
@@ -90,7 +92,7 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   std::mutex mutex_;
   std::deque<Pending> pending_;
   std::atomic<int> pending_count_{0};
-  uint32_t next_ = 0;
+  uint64_t next_ = 0;
   Clock::time_point next_liveness_{};
   unsigned stuck_checks_ = 0;
 };

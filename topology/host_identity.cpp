@@ -43,8 +43,9 @@ HostIdentity this_host() {
   if (const char* forced = std::getenv("HCOMM_HOST_ID"); forced != nullptr && *forced != '\0') {
     h.id = forced;
   } else {
+    // The pid namespace too: liveness checks (and the reaper) look processes up by pid.
     h.id = boot_id() + "/net:" + namespace_inode("net") + "/ipc:" + namespace_inode("ipc") +
-           "/shm:" + shm_filesystem();
+           "/pid:" + namespace_inode("pid") + "/shm:" + shm_filesystem();
   }
   if (h.name.empty()) h.name = h.id;
   return h;

@@ -3,8 +3,9 @@
 // transports and collectives can follow the hardware.
 //
 // This file: which ranks share a host. Two processes are on one host when they can map the
-// same shared-memory segments: same kernel boot, same network and IPC namespaces, same file system
-// behind /dev/shm (a network namespace stands for a host in the tests). HCOMM_HOST_ID overrides.
+// same shared-memory segments and see each other's pids: same kernel boot, same network, IPC and
+// pid namespaces, same file system behind /dev/shm (a network namespace stands for a host in the
+// tests). HCOMM_HOST_ID overrides.
 #pragma once
 
 #include <string>

@@ -132,6 +132,9 @@ void ShmLink::went_up() {
 void ShmLink::check_peer_alive() {
   timer_ = 0;
   if (!error_.ok()) return;
+  // What a peer wrote before it exited (its goodbye included) counts before its death does.
+  pump_receives();
+  if (!error_.ok()) return;
   if (!peer_process_.alive())
     return fail({HCOMM_ERR_PEER_LOST, "rank " + std::to_string(params_.peer) + " (pid " +
                                           std::to_string(peer_process_.pid) +
@@ -328,8 +331,9 @@ bool ShmLink::pump_receives() {
     if (cur_.got == cur_.header.length) finish_frame();
   }
   if (worked) notify_producer();
-  // A peer that closed sets `closed` after its last frame: seen only once the ring is empty.
-  if (error_.ok() && in_head_ == in_tail_seen_ && !cur_.active &&
+  // A peer that closed sets `closed` after its last cell: seen only once the ring is empty (a
+  // frame it cut short fails with the rest).
+  if (error_.ok() && in_head_ == in_tail_seen_ &&
       ring.closed.load(std::memory_order_acquire) != 0 &&
       ring.tail.load(std::memory_order_acquire) == in_head_) {
     HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
@@ -406,11 +410,8 @@ void ShmLink::close() {
   if (closing_) return;
   closing_ = true;
   if (!up_ || !error_.ok()) return;
-  // Frames still queued belong to operations that were failed before the close.
-  auto queued = std::move(sendq_);
-  sendq_.clear();
-  for (auto& o : queued)
-    if (o.request != nullptr) o.request->on_sent({HCOMM_ERR_ABORTED, "the communicator closed"});
+  // A frame cut short by this is failed on both sides: here with the queue (fail() below), at the
+  // peer because `closed` is honoured even in the middle of a frame.
   segment_.control(out_).closed.store(1, std::memory_order_release);
   notify_consumer();
   fail({HCOMM_ERR_ABORTED, "the communicator was closed"}, false);

@@ -93,13 +93,13 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
   return board;
 }
 
-SlotHeader& SlotBoard::slot(int rank, uint32_t seq) const {
+SlotHeader& SlotBoard::slot(int rank, uint64_t seq) const {
   auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderBytes +
                static_cast<size_t>(rank) * kRankStride + 64 + (seq % kDepth) * kSlotStride;
   return *reinterpret_cast<SlotHeader*>(base);
 }
 
-std::byte* SlotBoard::slot_data(int rank, uint32_t seq) const {
+std::byte* SlotBoard::slot_data(int rank, uint64_t seq) const {
   return reinterpret_cast<std::byte*>(&slot(rank, seq)) + sizeof(SlotHeader);
 }
 

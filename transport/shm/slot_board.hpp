@@ -29,7 +29,8 @@ struct alignas(64) SlotHeader {
   uint8_t redop = 0;
   uint8_t rejected = 0;  ///< the writer's arguments were invalid; data holds the reason
   int32_t root = -1;
-  uint64_t bytes = 0;  ///< the writer's operation size (mismatch detection)
+  uint64_t op_seq = 0;  ///< the writer's collective number (Operation::seq): mismatch detection
+  uint64_t bytes = 0;   ///< the writer's operation size (mismatch detection)
   uint64_t data_bytes = 0;
 };
 
@@ -37,6 +38,7 @@ struct alignas(64) SlotHeader {
 struct alignas(64) SlotProgress {
   std::atomic<uint32_t> done{0};
   std::atomic<uint32_t> waiters{0};
+  std::atomic<uint32_t> closed{0};  ///< the rank destroyed its communicator: wait for it no more
 };
 
 class SlotBoard {
@@ -54,8 +56,8 @@ class SlotBoard {
   SlotBoard& operator=(SlotBoard&&) noexcept = default;
 
   int size() const { return size_; }
-  SlotHeader& slot(int rank, uint32_t seq) const;
-  std::byte* slot_data(int rank, uint32_t seq) const;
+  SlotHeader& slot(int rank, uint64_t seq) const;
+  std::byte* slot_data(int rank, uint64_t seq) const;
   SlotProgress& progress(int rank) const;
   /// The process behind `rank` (for liveness checks while waiting on it).
   ProcessIdentity process(int rank) const;
