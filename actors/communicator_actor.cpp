@@ -18,10 +18,10 @@
 #include "actors/data_plane.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
-#include "transport/shm/link_segment.hpp"
-#include "transport/shm/slot_board.hpp"
 #include "log/log.hpp"
 #include "topology/host_identity.hpp"
+#include "transport/shm/link_segment.hpp"
+#include "transport/shm/slot_board.hpp"
 
 namespace hcomm::actors {
 
@@ -240,12 +240,13 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
       shm_peers[static_cast<size_t>(r)] = true;
       any_shm = true;
     } else if (cfg.transport == "shm") {
-      return Status{HCOMM_ERR_INVALID_ARG,
-                    "HCOMM_TRANSPORT=shm, but rank " + std::to_string(r) + " runs on host " +
-                        places[static_cast<size_t>(r)].host_name + " (" +
-                        places[static_cast<size_t>(r)].host_id + "), not on this one (" +
-                        host.name + "): use HCOMM_TRANSPORT=auto to reach other "
-                                                 "hosts over TCP"};
+      return Status{HCOMM_ERR_INVALID_ARG, "HCOMM_TRANSPORT=shm, but rank " + std::to_string(r) +
+                                               " runs on host " +
+                                               places[static_cast<size_t>(r)].host_name + " (" +
+                                               places[static_cast<size_t>(r)].host_id +
+                                               "), not on this one (" + host.name +
+                                               "): use HCOMM_TRANSPORT=auto to reach other "
+                                               "hosts over TCP"};
     }
   }
   // Segments of crashed runs go before this one adds its own (see transport/shm/link_segment).
@@ -254,7 +255,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   std::optional<transport::shm::SlotBoard> board;
   int ranks_here = 0;
   for (const auto& p : places) ranks_here += p.host_id == host.id;
-  if (cfg.transport != "tcp" && cfg.world_size > 1 && ranks_here == cfg.world_size) {
+  if (cfg.transport != "tcp" && cfg.world_size > 1 && ranks_here == cfg.world_size &&
+      cfg.world_size <= transport::shm::SlotBoard::kMaxRanks) {
     auto b = transport::shm::SlotBoard::establish(uid, cfg.rank, cfg.world_size, deadline);
     if (!b.ok()) return b.status();
     board = std::move(b.value());
@@ -344,9 +346,8 @@ const std::vector<RankPlace>& CommunicatorControl::places() const {
 }
 
 void CommunicatorControl::add_poller(transport::Poller* poller) {
-  state_->runtime->engine().post([&engine = state_->runtime->engine(), poller] {
-    engine.add_poller(poller);
-  });
+  state_->runtime->engine().post(
+      [&engine = state_->runtime->engine(), poller] { engine.add_poller(poller); });
 }
 
 void CommunicatorControl::remove_poller(transport::Poller* poller) {

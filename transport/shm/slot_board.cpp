@@ -11,12 +11,11 @@ namespace {
 // Layout: LinkSegmentHeader | BoardHeader (ranks' identities) | per rank: SlotProgress, then
 // kDepth x (SlotHeader, data).
 constexpr size_t kBoardHeaderOffset = 512;
-constexpr int kMaxRanks = 256;
 
 struct BoardHeader {
   int32_t size = 0;
   std::atomic<int32_t> attached{0};
-  ProcessIdentity ranks[kMaxRanks];
+  ProcessIdentity ranks[SlotBoard::kMaxRanks];
 };
 
 constexpr size_t kHeaderBytes = (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;

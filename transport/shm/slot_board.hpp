@@ -45,6 +45,7 @@ class SlotBoard {
  public:
   static constexpr uint32_t kDepth = 4;  ///< slots per rank: operations a rank may run ahead
   static constexpr size_t kSlotBytes = 16 * 1024;
+  static constexpr int kMaxRanks = 256;  ///< larger one-host communicators go without a board
 
   /// Collective over the communicator's ranks (all on this host): rank 0 creates, the others
   /// attach until `deadline`.
