@@ -17,7 +17,6 @@ namespace {
 using transport::shm::SlotBoard;
 using transport::shm::SlotHeader;
 
-constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 constexpr auto kMaxSleep = std::chrono::milliseconds(10);
 
 bool contributes(const Operation& op, int rank) {
@@ -212,7 +211,7 @@ Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
                                    ": does every rank call the same collectives in the same "
                                    "order?"};
   if (now >= next_liveness_) {
-    next_liveness_ = now + kLivenessPeriod;
+    next_liveness_ = now + transport::shm::ProcessIdentity::kCheckPeriod;
     const auto peer = board_.process(b.rank);
     if (peer.pid != 0 && !peer.alive())
       return {HCOMM_ERR_PEER_LOST, "rank " + std::to_string(b.rank) + " (pid " +

@@ -4,6 +4,7 @@
 // shm_open / ftruncate / mmap, and turns their failures into errors that say what to do.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -39,6 +40,10 @@ class SharedSegment {
 struct ProcessIdentity {
   int pid = 0;
   uint64_t start_ticks = 0;
+  /// How often peers on shared memory look whether each other still runs (alive() reads
+  /// /proc): a dead peer is reported within this, at a few /proc reads per second.
+  static constexpr std::chrono::milliseconds kCheckPeriod{100};
+
   static ProcessIdentity self();
   /// Whether that very process still runs.
   bool alive() const;

@@ -23,8 +23,6 @@ constexpr auto kHold = std::chrono::microseconds(200);
 // ranks, alternating builds: from 8 MiB frames on, 4-8 MiB allreduces ran 1.2-1.4x faster than
 // with 2 MiB (their destinations still fit in cache), 16-64 MiB alike.
 constexpr size_t kStreamMinBytes = 8 << 20;
-// How often the peer's process is looked for, while up and while attaching.
-constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 constexpr auto kAttachRetry = std::chrono::microseconds(500);
 
 std::string bell_name(uint64_t uid, int from, int to) {
@@ -124,7 +122,8 @@ void ShmLink::went_up() {
   registered_ = true;
   engine_.add_poller(this);
   engine_.add_fd(bell_.fd(), EPOLLIN, this);
-  timer_ = engine_.add_timer(Clock::now() + kLivenessPeriod, [this] { check_peer_alive(); });
+  timer_ = engine_.add_timer(Clock::now() + ProcessIdentity::kCheckPeriod,
+                             [this] { check_peer_alive(); });
   HCOMM_LOG(info, log::kNet, "link up: %s", name_.c_str());
   if (on_up_) std::exchange(on_up_, nullptr)(Status{});
 }
@@ -140,7 +139,8 @@ void ShmLink::check_peer_alive() {
                                           std::to_string(peer_process_.pid) +
                                           ", this host) exited without closing its communicator"},
                 false);
-  timer_ = engine_.add_timer(Clock::now() + kLivenessPeriod, [this] { check_peer_alive(); });
+  timer_ = engine_.add_timer(Clock::now() + ProcessIdentity::kCheckPeriod,
+                             [this] { check_peer_alive(); });
 }
 
 // ---- sending
@@ -202,25 +202,15 @@ bool ShmLink::pump_sends() {
     if (done != nullptr) done->on_sent(Status{});  // may post more: the loop picks them up
   }
   pumping_ = false;
-  if (worked) notify_consumer();
+  if (worked) wake_peer_if_asked(segment_.control(out_).consumer_sleeping);
   return worked;
 }
 
-void ShmLink::notify_consumer() {
-  RingControl& ring = segment_.control(out_);
-  // Pairs with the fence in the consumer's prepare_sleep(): either it sees the new tail, or
-  // this sees its flag.
+void ShmLink::wake_peer_if_asked(std::atomic<uint32_t>& asked) {
+  // Pairs with the fence in the peer's prepare_sleep(): either it sees what this side just
+  // published (cells, freed cells, `closed`), or this side sees its flag.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring.consumer_sleeping.load(std::memory_order_relaxed) != 0 &&
-      ring.consumer_sleeping.exchange(0) != 0)
-    bell_.ring(peer_bell_name_);
-}
-
-void ShmLink::notify_producer() {
-  RingControl& ring = segment_.control(in_);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring.producer_waiting.load(std::memory_order_relaxed) != 0 &&
-      ring.producer_waiting.exchange(0) != 0)
+  if (asked.load(std::memory_order_relaxed) != 0 && asked.exchange(0) != 0)
     bell_.ring(peer_bell_name_);
 }
 
@@ -236,14 +226,11 @@ void ShmLink::post_recv(RecvRequest* request) {
     if (!receiving_) pump_receives();
     return;
   }
-  posted_[request->key] = request;
+  posted_.post(request);
 }
 
 bool ShmLink::cancel_recv(RecvRequest* request) {
-  auto it = posted_.find(request->key);
-  if (it == posted_.end() || it->second != request) return false;
-  posted_.erase(it);
-  return true;
+  return posted_.cancel(request);
 }
 
 void ShmLink::match(RecvRequest* request) {
@@ -263,10 +250,7 @@ bool ShmLink::begin_frame() {
     cur_.drop = true;
     return true;
   }
-  auto it = posted_.find(MatchKey::of(h));
-  if (it != posted_.end()) {
-    RecvRequest* r = it->second;
-    posted_.erase(it);
+  if (RecvRequest* r = posted_.take(MatchKey::of(h))) {
     match(r);
     return true;
   }
@@ -330,7 +314,7 @@ bool ShmLink::pump_receives() {
     worked = true;
     if (cur_.got == cur_.header.length) finish_frame();
   }
-  if (worked) notify_producer();
+  if (worked) wake_peer_if_asked(segment_.control(in_).producer_waiting);
   // A peer that closed sets `closed` after its last cell: seen only once the ring is empty (a
   // frame it cut short fails with the rest).
   if (error_.ok() && in_head_ == in_tail_seen_ &&
@@ -357,12 +341,8 @@ void ShmLink::finish_frame() {
   if (kind != FrameKind::data) return;
   if (f.stash) {
     // The receive may have been posted while the payload was being copied aside.
-    auto it = posted_.find(MatchKey::of(f.header));
-    if (it != posted_.end()) {
-      RecvRequest* r = it->second;
-      posted_.erase(it);
+    if (RecvRequest* r = posted_.take(MatchKey::of(f.header)))
       return unexpected_.deliver(r, f.header, std::move(f.payload));
-    }
     return unexpected_.store(f.header, std::move(f.payload));
   }
   if (f.dst != nullptr && f.header.length >= kStreamMinBytes) stream_fence();
@@ -413,7 +393,7 @@ void ShmLink::close() {
   // A frame cut short by this is failed on both sides: here with the queue (fail() below), at the
   // peer because `closed` is honoured even in the middle of a frame.
   segment_.control(out_).closed.store(1, std::memory_order_release);
-  notify_consumer();
+  wake_peer_if_asked(segment_.control(out_).consumer_sleeping);
   fail({HCOMM_ERR_ABORTED, "the communicator was closed"}, false);
 }
 
@@ -431,15 +411,14 @@ void ShmLink::fail(const Status& status, bool graceful) {
   sendq_.clear();
   for (auto& o : queued)
     if (o.request != nullptr) o.request->on_sent(send_status);
-  auto posted = std::move(posted_);
-  posted_.clear();
+  auto posted = posted_.take_all();
   if (!graceful) unexpected_.clear();  // after a goodbye, what arrived is still valid
   if (cur_.active && cur_.request != nullptr) {
     RecvRequest* r = cur_.request;
     cur_ = Incoming();
     r->on_received(status);
   }
-  for (auto& [key, request] : posted) request->on_received(status);
+  for (RecvRequest* request : posted) request->on_received(status);
   if (on_up_) std::exchange(on_up_, nullptr)(status);
   if (was_up && !closing_) observer_.on_link_failed(params_.peer, status, graceful);
 }

@@ -19,10 +19,10 @@
 #include <deque>
 #include <functional>
 #include <string>
-#include <unordered_map>
 
 #include "transport/link.hpp"
 #include "transport/payload.hpp"
+#include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/shm/doorbell.hpp"
 #include "transport/shm/link_segment.hpp"
@@ -101,8 +101,8 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   bool begin_frame();
   void match(RecvRequest* request);
   void finish_frame();
-  void notify_consumer();
-  void notify_producer();
+  /// Rings the peer's doorbell if it set `asked` (in a ring) before going to sleep.
+  void wake_peer_if_asked(std::atomic<uint32_t>& asked);
   void fail(const Status& status, bool graceful);
 
   ProgressEngine& engine_;
@@ -134,7 +134,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   uint64_t next_link_seq_ = 1;
   std::deque<Outgoing> sendq_;
   Incoming cur_;
-  std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
+  PostedReceives posted_;
   UnexpectedFrames unexpected_;
 };
 

@@ -151,10 +151,9 @@ void TcpLink::fail(const Status& status, bool notify) {
   const Status send_status = peer_closed_ ? Status{} : status;
   for (auto& s : streams_)
     if (s) s->shut(status, send_status);
-  auto posted = std::move(posted_);
-  posted_.clear();
+  auto posted = posted_.take_all();
   if (!peer_closed_) unexpected_.clear();  // after a goodbye, what arrived is still valid
-  for (auto& [key, request] : posted) request->on_received(status);
+  for (RecvRequest* request : posted) request->on_received(status);
   if (on_up_) std::exchange(on_up_, nullptr)(status);
   if (was_up && notify) observer_.on_link_failed(params_.peer, status, peer_closed_);
 }
@@ -183,14 +182,11 @@ void TcpLink::post_recv(RecvRequest* request) {
   if (!error_.ok()) return request->on_received(error_);
   for (auto& stream : streams_)
     if (stream && stream->claim(request)) return;
-  posted_[request->key] = request;
+  posted_.post(request);
 }
 
 bool TcpLink::cancel_recv(RecvRequest* request) {
-  auto it = posted_.find(request->key);
-  if (it == posted_.end() || it->second != request) return false;
-  posted_.erase(it);
-  return true;
+  return posted_.cancel(request);
 }
 
 void TcpLink::send_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string text) {
@@ -215,11 +211,7 @@ void TcpLink::close() {
 }
 
 RecvRequest* TcpLink::match(const FrameHeader& header) {
-  auto it = posted_.find(MatchKey::of(header));
-  if (it == posted_.end()) return nullptr;
-  RecvRequest* r = it->second;
-  posted_.erase(it);
-  return r;
+  return posted_.take(MatchKey::of(header));
 }
 
 bool TcpLink::drop(const FrameHeader& header) {

@@ -10,10 +10,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "transport/link.hpp"
+#include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/tcp/tcp_socket.hpp"
 #include "transport/tcp/tcp_stream.hpp"
@@ -93,7 +93,7 @@ class TcpLink final : public Link, public StreamOwner {
   ProgressEngine::TimerId deadline_timer_ = 0;
   uint64_t next_link_seq_ = 1;
   size_t next_stream_ = 0;
-  std::unordered_map<MatchKey, RecvRequest*, MatchKeyHash> posted_;
+  PostedReceives posted_;
   UnexpectedFrames unexpected_;
 };
 
