@@ -285,7 +285,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->runtime = runtime;
   state->plane = plane;
   state->actor = actor;
-  for (const auto& p : places) state->local_ranks += p.host_id == host.id;
+  state->local_ranks = ranks_here;
   state->places = std::move(places);
   state->transports = std::move(transports);
   state->slot_board = std::move(board);

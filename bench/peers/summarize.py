@@ -132,6 +132,17 @@ def summarize(args):
     return 0 if ok else 1
 
 
+def cell(r, v, lib):
+    """A time in a row's table line, or FAIL when that library's run failed."""
+    return "FAIL" if lib in r["failed"] else f"{v:.1f}"
+
+
+def leading_cells(r):
+    """Size, hcomm, MPI and their ratio: how every table line starts."""
+    return [human(r["bytes"]), cell(r, r["hcomm_us"], "hcomm"), cell(r, r["mpi_us"], "mpi"),
+            f"{r['hcomm_over_mpi']:.2f}" if r["hcomm_over_mpi"] else "-"]
+
+
 def print_table(op, rows, args):
     found = {a for r in rows for a in r["gloo_us"]}
     algos = [a for a in GLOO_ORDER if a in found] + sorted(found - set(GLOO_ORDER))
@@ -143,13 +154,10 @@ def print_table(op, rows, args):
           f"median of {args.rounds} rounds (us)")
     table = [head]
     for r in rows:
-        def fmt(v, lib):
-            return "FAIL" if lib in r["failed"] else f"{v:.1f}"
-        line = [human(r["bytes"]), fmt(r["hcomm_us"], "hcomm"), fmt(r["mpi_us"], "mpi"),
-                f"{r['hcomm_over_mpi']:.2f}" if r["hcomm_over_mpi"] else "-"]
-        line += [fmt(r["gloo_us"][a], "gloo") if a in r["gloo_us"] else "-" for a in algos]
+        line = leading_cells(r)
+        line += [cell(r, r["gloo_us"][a], "gloo") if a in r["gloo_us"] else "-" for a in algos]
         if show_best:
-            line += [fmt(r["gloo_best_us"], "gloo"), SHORT.get(r["gloo_best_algo"], r["gloo_best_algo"] or "-")]
+            line += [cell(r, r["gloo_best_us"], "gloo"), SHORT.get(r["gloo_best_algo"], r["gloo_best_algo"] or "-")]
         line.append(f"{r['hcomm_over_gloo']:.2f}" if r["hcomm_over_gloo"] else "-")
         line.append("/".join(str(r["wrong"][lib]) for lib in LIBS))
         table.append(line)
@@ -170,10 +178,7 @@ def print_shm_table(op, rows, args):
               "single-thread memcpy bandwidth at that size (memcpy_GB/s, median of rounds)")
     table = [head]
     for r in rows:
-        def fmt(v, lib):
-            return "FAIL" if lib in r["failed"] else f"{v:.1f}"
-        line = [human(r["bytes"]), fmt(r["hcomm_us"], "hcomm"), fmt(r["mpi_us"], "mpi"),
-                f"{r['hcomm_over_mpi']:.2f}" if r["hcomm_over_mpi"] else "-"]
+        line = leading_cells(r)
         if bw:
             if r["memcpy_bytes"] is None:
                 line.append("-")

@@ -19,20 +19,35 @@
 
 namespace hcomm::transport::shm {
 
+#if defined(__SSE2__)
+namespace detail {
+
+/// Copies 64-byte blocks from offset `i` while whole ones remain; returns where it stopped.
+/// `kStreaming`: non-temporal stores (dst + i must then be 16-byte aligned).
+template <bool kStreaming>
+inline size_t copy_blocks(std::byte* dst, const std::byte* src, size_t i, size_t n) {
+  for (; i + 64 <= n; i += 64) {
+    __m128i v[4];
+    for (int k = 0; k < 4; ++k)
+      v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * k));
+    for (int k = 0; k < 4; ++k) {
+      auto* out = reinterpret_cast<__m128i*>(dst + i + 16 * k);
+      if constexpr (kStreaming)
+        _mm_stream_si128(out, v[k]);
+      else
+        _mm_storeu_si128(out, v[k]);
+    }
+  }
+  return i;
+}
+
+}  // namespace detail
+#endif
+
 /// memcpy for cell-sized blocks, with a vector loop.
 inline void cell_copy(std::byte* dst, const std::byte* src, size_t n) {
 #if defined(__SSE2__)
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), a);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-  }
+  const size_t i = detail::copy_blocks<false>(dst, src, 0, n);
   std::memcpy(dst + i, src + i, n - i);
 #else
   std::memcpy(dst, src, n);
@@ -49,17 +64,7 @@ inline void stream_copy(std::byte* dst, const std::byte* src, size_t n) {
     return;
   }
   std::memcpy(dst, src, head);
-  size_t i = head;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-  }
+  const size_t i = detail::copy_blocks<true>(dst, src, head, n);
   std::memcpy(dst + i, src + i, n - i);
 #else
   std::memcpy(dst, src, n);

@@ -82,19 +82,20 @@ Expected<LinkSegment> LinkSegment::attach(const std::string& name, uint64_t comm
   return seg;
 }
 
+std::byte* LinkSegment::ring_base(int ring) const {
+  return static_cast<std::byte*>(mem_.data()) + kHeaderArea + ring * kRingBytes;
+}
+
 RingControl& LinkSegment::control(int ring) const {
-  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderArea + ring * kRingBytes;
-  return *reinterpret_cast<RingControl*>(base);
+  return *reinterpret_cast<RingControl*>(ring_base(ring));
 }
 
 FrameHeader& LinkSegment::cell_header(int ring, uint64_t seq) const {
-  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderArea + ring * kRingBytes;
-  return reinterpret_cast<FrameHeader*>(base + kSlotsOffset)[seq % kCells];
+  return reinterpret_cast<FrameHeader*>(ring_base(ring) + kSlotsOffset)[seq % kCells];
 }
 
 std::byte* LinkSegment::cell_data(int ring, uint64_t seq) const {
-  auto* base = static_cast<std::byte*>(mem_.data()) + kHeaderArea + ring * kRingBytes;
-  return base + kControlArea + (seq % kCells) * kCellBytes;
+  return ring_base(ring) + kControlArea + (seq % kCells) * kCellBytes;
 }
 
 int reap_dead_link_segments() {

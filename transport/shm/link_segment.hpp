@@ -73,6 +73,8 @@ class LinkSegment {
 
  private:
   explicit LinkSegment(SharedSegment mem) : mem_(std::move(mem)) {}
+  /// Where ring `ring` (its control block, then its cells) starts.
+  std::byte* ring_base(int ring) const;
   SharedSegment mem_;
 };
 
