@@ -250,7 +250,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     }
   }
   // Segments of crashed runs go before this one adds its own (see transport/shm/link_segment).
-  if (any_shm) transport::shm::reap_dead_link_segments();
+  if (any_shm) transport::shm::reap_dead_segments();
   // Every rank on this host: small collectives run on a slot board, without links.
   std::optional<transport::shm::SlotBoard> board;
   int ranks_here = 0;

@@ -38,7 +38,7 @@ Expected<LinkSegment> LinkSegment::create(const std::string& name, uint64_t comm
   auto mem = SharedSegment::create(name, kSegmentBytes, &exists);
   if (!mem.ok() && exists) {
     // Only a dead run can hold this name (the uid is fresh per communicator): reap and retry.
-    reap_dead_link_segments();
+    reap_dead_segments();
     mem = SharedSegment::create(name, kSegmentBytes, &exists);
   }
   if (!mem.ok()) return mem.status();
@@ -98,7 +98,7 @@ std::byte* LinkSegment::cell_data(int ring, uint64_t seq) const {
   return ring_base(ring) + kControlArea + (seq % kCells) * kCellBytes;
 }
 
-int reap_dead_link_segments() {
+int reap_dead_segments() {
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return 0;
   int reaped = 0;

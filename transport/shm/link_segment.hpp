@@ -3,7 +3,7 @@
 // The lower rank creates "/dev/shm/hcomm-seg-<comm uid>-<lo>-<hi>"; the higher rank maps it,
 // records itself and removes the name at once, so a segment outlives its processes only when one
 // of them dies between the two steps. The header names both processes (pid and start time):
-// reap_dead_link_segments() removes a segment whose processes are all gone (the next run does it
+// reap_dead_segments() removes a segment whose processes are all gone (the next run does it
 // before it creates its own).
 //
 // A ring carries frames as they travel on every link (transport/frame.hpp): a frame occupies one
@@ -80,6 +80,6 @@ class LinkSegment {
 
 /// Removes /dev/shm/hcomm-seg-* segments (pair links and slot boards alike: both begin with a
 /// LinkSegmentHeader) whose processes have all exited; returns how many.
-int reap_dead_link_segments();
+int reap_dead_segments();
 
 }  // namespace hcomm::transport::shm
