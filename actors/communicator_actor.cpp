@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "actors/bootstrap/interface_address.hpp"
 #include "actors/bootstrap/launch_env.hpp"
@@ -20,7 +21,8 @@
 #include "actors/runtime.hpp"
 #include "log/log.hpp"
 #include "topology/host_identity.hpp"
-#include "transport/shm/link_segment.hpp"
+#include "transport/link_protocol.hpp"
+#include "transport/protocol_registry.hpp"
 #include "transport/shm/slot_board.hpp"
 
 namespace hcomm::actors {
@@ -58,11 +60,10 @@ connection_manager_actor::behavior_type connection_manager(
         auto me = connection_manager_actor{self};
         auto plane = st.plane;
         int peer = st.peer;
-        std::string endpoint = st.endpoint;
         auto deadline = st.deadline;
-        st.runtime->engine().post([plane, peer, endpoint, deadline, me] {
+        st.runtime->engine().post([plane, peer, deadline, me] {
           plane->connect_peer(
-              peer, endpoint, deadline,
+              peer, deadline,
               [me, peer](const Status& s) {
                 if (s.ok())
                   caf::anon_send(me, link_up_atom::value,
@@ -126,6 +127,71 @@ communicator_actor::behavior_type communicator(
   };
 }
 
+struct OpenedProtocol {
+  std::string name;
+  std::unique_ptr<Protocol> protocol;
+  std::string address;
+};
+
+/// Opens the registered protocols, most preferred first; HCOMM_TRANSPORT=<name> opens only that
+/// one. Under "auto" a protocol that cannot open here is skipped (except TCP, which everything
+/// falls back to); why RDMA could not is kept for one log line.
+Expected<std::vector<OpenedProtocol>> open_protocols(const Config& cfg,
+                                                     transport::ProgressEngine& engine,
+                                                     const ProtocolContext& context,
+                                                     std::string* rdma_unavailable) {
+  std::vector<OpenedProtocol> out;
+  std::vector<std::string> names;
+  for (const auto& entry : transport::registered()) {
+    names.push_back(entry.name);
+    const bool forced = entry.name == cfg.transport;
+    if (cfg.transport != "auto" && !forced) continue;
+    OpenedProtocol p{entry.name, entry.factory(), ""};
+    if (!p.protocol)
+      return Status{HCOMM_ERR_INTERNAL, "protocol " + entry.name + "'s factory made nothing"};
+    if (auto* lp = dynamic_cast<transport::LinkProtocol*>(p.protocol.get()))
+      lp->attach(engine, cfg);
+    auto address = p.protocol->open(context);
+    if (!address.ok()) {
+      if (forced || entry.name == "tcp")
+        return Status{address.status().code(), "HCOMM_TRANSPORT=" + cfg.transport + ": " +
+                                                   entry.name + ": " + address.status().message()};
+      if (entry.name == "rdma") *rdma_unavailable = address.status().message();
+      HCOMM_LOG(info, log::kNet, "protocol %s not used: %s", entry.name.c_str(),
+                address.status().to_string().c_str());
+      continue;
+    }
+    p.address = address.value();
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) {
+    std::string list;
+    for (auto& n : names) list += ", " + n;
+    return Status{HCOMM_ERR_INVALID_ARG, "HCOMM_TRANSPORT=" + cfg.transport +
+                                             " is not a registered protocol: use auto" + list};
+  }
+  return out;
+}
+
+/// The communicator's keys in the rendezvous store, for LinkProtocol::prepare().
+class StoreRendezvous final : public transport::Rendezvous {
+ public:
+  StoreRendezvous(boot::StoreClient& client, std::string prefix)
+      : client_(client), prefix_(std::move(prefix)) {}
+  Status set(const std::string& key, const std::string& value) override {
+    return client_.set(prefix_ + key, value);
+  }
+  Expected<std::string> get(const std::string& key, Deadline deadline) override {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    return client_.get(prefix_ + key, std::max(left, std::chrono::milliseconds(1)));
+  }
+
+ private:
+  boot::StoreClient& client_;
+  std::string prefix_;
+};
+
 uint64_t random_uid() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
@@ -183,14 +249,28 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     uid = std::stoull(v.value());
   }
 
-  auto listener =
-      transport::tcp::TcpListener::bind(runtime->engine(), local.value(), uid, cfg.world_size);
-  if (!listener.ok()) return listener.status();
-  // The host key goes first: a rank whose address is published has published its host too.
+  // Every protocol this communicator may use is opened and publishes an address.
   const topo::HostIdentity host = topo::this_host();
+  ProtocolContext pctx;
+  pctx.rank = cfg.rank;
+  pctx.world_size = cfg.world_size;
+  pctx.comm_uid = uid;
+  pctx.host_id = host.id;
+  pctx.interface_ip = local.value();
+  std::string rdma_unavailable;
+  auto opened = open_protocols(cfg, runtime->engine(), pctx, &rdma_unavailable);
+  if (!opened.ok()) return opened.status();
+  std::vector<OpenedProtocol>& protocols = opened.value();
+
+  // The host key goes first and the "addr" key (its least preferred protocol's address) last: a
+  // rank whose address is published has published the rest too.
   Status st = client.set(prefix + "host/" + std::to_string(cfg.rank), host.id + "\n" + host.name);
   if (!st.ok()) return st;
-  st = client.set(prefix + "addr/" + std::to_string(cfg.rank), listener.value()->endpoint());
+  std::string published;
+  for (auto& p : protocols) published += p.name + "\t" + p.address + "\n";
+  st = client.set(prefix + "proto/" + std::to_string(cfg.rank), published);
+  if (!st.ok()) return st;
+  st = client.set(prefix + "addr/" + std::to_string(cfg.rank), protocols.back().address);
   if (!st.ok()) return st;
   std::vector<std::string> keys;
   for (int r = 0; r < cfg.world_size; ++r) keys.push_back(prefix + "addr/" + std::to_string(r));
@@ -207,70 +287,116 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
                       " ms: start every rank (HCOMM_WORLD_SIZE=" + std::to_string(cfg.world_size) +
                       ") or raise HCOMM_CONNECT_TIMEOUT_MS"};
   }
-  std::vector<std::string> endpoints(static_cast<size_t>(cfg.world_size));
+  std::vector<RankPlace> places(static_cast<size_t>(cfg.world_size));
+  std::vector<std::map<std::string, std::string>> addresses(static_cast<size_t>(cfg.world_size));
   for (int r = 0; r < cfg.world_size; ++r) {
+    auto& p = places[static_cast<size_t>(r)];
     auto v = client.get(keys[static_cast<size_t>(r)], left());
     if (!v.ok()) return v.status();
-    endpoints[static_cast<size_t>(r)] = v.value();
-  }
-  std::vector<RankPlace> places(static_cast<size_t>(cfg.world_size));
-  for (int r = 0; r < cfg.world_size; ++r) {
-    auto v = client.get(prefix + "host/" + std::to_string(r), left());
+    p.endpoint = v.value();
+    v = client.get(prefix + "host/" + std::to_string(r), left());
     if (!v.ok()) return v.status();
-    auto& p = places[static_cast<size_t>(r)];
     const size_t nl = v.value().find('\n');
     p.host_id = v.value().substr(0, nl);
     p.host_name = nl == std::string::npos ? p.host_id : v.value().substr(nl + 1);
-    p.endpoint = endpoints[static_cast<size_t>(r)];
-  }
-  HCOMM_LOG(info, log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
-            cfg.world_size, endpoints[static_cast<size_t>(cfg.rank)].c_str(),
-            cfg.root_addr.c_str());
-
-  // Shared memory to the peers on this host, unless HCOMM_TRANSPORT=tcp.
-  std::vector<std::string> transports(static_cast<size_t>(cfg.world_size), "tcp");
-  std::vector<bool> shm_peers(static_cast<size_t>(cfg.world_size), false);
-  bool any_shm = false;
-  for (int r = 0; r < cfg.world_size; ++r) {
-    const bool same_host = places[static_cast<size_t>(r)].host_id == host.id;
-    if (r == cfg.rank) {
-      transports[static_cast<size_t>(r)] = "self";
-    } else if (same_host && cfg.transport != "tcp") {
-      transports[static_cast<size_t>(r)] = "shm";
-      shm_peers[static_cast<size_t>(r)] = true;
-      any_shm = true;
-    } else if (cfg.transport == "shm") {
-      return Status{HCOMM_ERR_INVALID_ARG, "HCOMM_TRANSPORT=shm, but rank " + std::to_string(r) +
-                                               " runs on host " +
-                                               places[static_cast<size_t>(r)].host_name + " (" +
-                                               places[static_cast<size_t>(r)].host_id +
-                                               "), not on this one (" + host.name +
-                                               "): use HCOMM_TRANSPORT=auto to reach other "
-                                               "hosts over TCP"};
+    v = client.get(prefix + "proto/" + std::to_string(r), left());
+    if (!v.ok()) return v.status();
+    std::istringstream lines(v.value());
+    for (std::string line; std::getline(lines, line);) {
+      const size_t tab = line.find('\t');
+      if (tab != std::string::npos)
+        addresses[static_cast<size_t>(r)][line.substr(0, tab)] = line.substr(tab + 1);
     }
   }
-  // Segments of crashed runs go before this one adds its own (see transport/shm/link_segment).
-  if (any_shm) transport::shm::reap_dead_segments();
+  HCOMM_LOG(info, log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
+            cfg.world_size, places[static_cast<size_t>(cfg.rank)].endpoint.c_str(),
+            cfg.root_addr.c_str());
+
+  // Per peer, the most preferred protocol both ranks opened that reaches it.
+  DataPlaneParams params;
+  params.comm_uid = uid;
+  params.comm_id = static_cast<uint32_t>(uid ^ (uid >> 32));
+  params.rank = cfg.rank;
+  params.size = cfg.world_size;
+  params.protocol_of.assign(static_cast<size_t>(cfg.world_size), nullptr);
+  params.protocol_name_of.assign(static_cast<size_t>(cfg.world_size), "self");
+  params.address_of.assign(static_cast<size_t>(cfg.world_size), "");
+  std::vector<std::vector<int>> carried(protocols.size());
+  for (int r = 0; r < cfg.world_size; ++r) {
+    if (r == cfg.rank) continue;
+    const auto& place = places[static_cast<size_t>(r)];
+    const auto& theirs = addresses[static_cast<size_t>(r)];
+    for (size_t i = 0; i < protocols.size(); ++i) {
+      auto it = theirs.find(protocols[i].name);
+      if (it == theirs.end()) continue;
+      if (!protocols[i].protocol->reaches(r, place.host_id, it->second)) continue;
+      params.protocol_of[static_cast<size_t>(r)] = protocols[i].protocol.get();
+      params.protocol_name_of[static_cast<size_t>(r)] = protocols[i].name;
+      params.address_of[static_cast<size_t>(r)] = it->second;
+      carried[i].push_back(r);
+      break;
+    }
+    if (params.protocol_of[static_cast<size_t>(r)] == nullptr)
+      return Status{HCOMM_ERR_INVALID_ARG,
+                    "HCOMM_TRANSPORT=" + cfg.transport + ", but that does not reach rank " +
+                        std::to_string(r) + " on host " + place.host_name + " (" + place.host_id +
+                        ") from this one (" + host.name +
+                        "): use HCOMM_TRANSPORT=auto, or a transport every pair of ranks has"};
+  }
+  if (!rdma_unavailable.empty()) {
+    bool tcp_across_hosts = false;
+    for (int r = 0; r < cfg.world_size; ++r)
+      tcp_across_hosts |= params.protocol_name_of[static_cast<size_t>(r)] == "tcp" &&
+                          places[static_cast<size_t>(r)].host_id != host.id;
+    static std::once_flag said;
+    if (tcp_across_hosts)
+      std::call_once(said, [&] {
+        HCOMM_LOG(warn, log::kNet, "no RDMA, using TCP to other hosts: %s",
+                  rdma_unavailable.c_str());
+      });
+  }
+
+  // Protocols exchange what they need beyond their address, then application protocols connect.
+  StoreRendezvous rendezvous(client, prefix);
+  for (size_t i = 0; i < protocols.size(); ++i) {
+    if (carried[i].empty()) continue;
+    if (auto* lp = dynamic_cast<transport::LinkProtocol*>(protocols[i].protocol.get())) {
+      st = lp->prepare(carried[i], rendezvous, deadline);
+      if (!st.ok()) return st;
+    }
+  }
+  std::vector<std::unique_ptr<Connection>> connections(static_cast<size_t>(cfg.world_size));
+  for (int r = 0; r < cfg.world_size; ++r) {
+    Protocol* p = params.protocol_of[static_cast<size_t>(r)];
+    if (p == nullptr || dynamic_cast<transport::LinkProtocol*>(p) != nullptr) continue;
+    auto conn = p->connect(r, params.address_of[static_cast<size_t>(r)], deadline);
+    if (!conn.ok())
+      return Status{conn.status().code(), params.protocol_name_of[static_cast<size_t>(r)] +
+                                              ": connecting to rank " + std::to_string(r) + ": " +
+                                              conn.status().message()};
+    connections[static_cast<size_t>(r)] = std::move(conn.value());
+  }
+
   // Every rank on this host: small collectives run on a slot board, without links.
   std::optional<transport::shm::SlotBoard> board;
   int ranks_here = 0;
   for (const auto& p : places) ranks_here += p.host_id == host.id;
-  if (cfg.transport != "tcp" && cfg.world_size > 1 && ranks_here == cfg.world_size &&
-      cfg.world_size <= transport::shm::SlotBoard::kMaxRanks) {
+  if ((cfg.transport == "auto" || cfg.transport == "shm") && cfg.world_size > 1 &&
+      ranks_here == cfg.world_size && cfg.world_size <= transport::shm::SlotBoard::kMaxRanks) {
     auto b = transport::shm::SlotBoard::establish(uid, cfg.rank, cfg.world_size, deadline);
     if (!b.ok()) return b.status();
     board = std::move(b.value());
   }
 
-  DataPlaneParams params;
-  params.shm_peers = shm_peers;
-  params.comm_uid = uid;
-  params.comm_id = static_cast<uint32_t>(uid ^ (uid >> 32));
-  params.rank = cfg.rank;
-  params.size = cfg.world_size;
-  params.streams_per_peer = cfg.sockets_per_peer;
-  params.socket_options = {cfg.send_buf_size, cfg.recv_buf_size, cfg.tcp_congestion};
-  auto plane = std::make_shared<DataPlane>(runtime->engine(), std::move(listener.value()), params);
+  std::vector<std::string> transports = params.protocol_name_of;
+  std::vector<std::string> endpoints;  // for log lines about a peer
+  for (int r = 0; r < cfg.world_size; ++r)
+    endpoints.push_back(transports[static_cast<size_t>(r)] + " " +
+                        params.address_of[static_cast<size_t>(r)]);
+  std::vector<std::unique_ptr<Protocol>> owned;
+  for (auto& p : protocols) owned.push_back(std::move(p.protocol));
+  auto plane = std::make_shared<DataPlane>(runtime->engine(), std::move(owned),
+                                           std::move(connections), std::move(params));
 
   CommunicatorState cs;
   cs.runtime = runtime;

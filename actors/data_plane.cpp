@@ -1,69 +1,59 @@
 #include "actors/data_plane.hpp"
 
 #include "log/log.hpp"
+#include "transport/connection_link.hpp"
+#include "transport/link_protocol.hpp"
 
 namespace hcomm::actors {
 
 DataPlane::DataPlane(transport::ProgressEngine& engine,
-                     std::unique_ptr<transport::tcp::TcpListener> listener, DataPlaneParams params)
+                     std::vector<std::unique_ptr<Protocol>> protocols,
+                     std::vector<std::unique_ptr<Connection>> connections, DataPlaneParams params)
     : engine_(engine),
-      params_(params),
-      listener_(std::move(listener)),
-      executor_(params.comm_id, params.rank, params.size),
-      links_(static_cast<size_t>(params.size)),
-      on_down_(static_cast<size_t>(params.size)),
-      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params.size)]()) {
+      params_(std::move(params)),
+      protocols_(std::move(protocols)),
+      connections_(std::move(connections)),
+      executor_(params_.comm_id, params_.rank, params_.size),
+      links_(static_cast<size_t>(params_.size)),
+      on_down_(static_cast<size_t>(params_.size)),
+      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params_.size)]()) {
   executor_.set_activity_counter(&engine_.active_operations());
-  if (listener_) listener_->start();
 }
 
 DataPlane::~DataPlane() {
   executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   links_.clear();
-  listener_.reset();
+  for (auto& p : protocols_)
+    if (auto* lp = dynamic_cast<transport::LinkProtocol*>(p.get())) lp->shutdown();
+  protocols_.clear();
 }
 
-void DataPlane::connect_peer(int peer, const std::string& endpoint,
-                             transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
-                             Callback on_down) {
-  auto& link = links_[static_cast<size_t>(peer)];
-  on_down_[static_cast<size_t>(peer)] = std::move(on_down);
-  if (peer < static_cast<int>(params_.shm_peers.size()) &&
-      params_.shm_peers[static_cast<size_t>(peer)]) {
-    transport::shm::ShmLinkParams p;
-    p.comm_id = params_.comm_id;
-    p.comm_uid = params_.comm_uid;
-    p.my_rank = params_.rank;
-    p.peer = peer;
-    p.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
-    auto shm = std::make_unique<transport::shm::ShmLink>(engine_, p, *this, std::move(on_up));
-    executor_.set_link(peer, shm.get());
-    auto* raw = shm.get();
-    link = std::move(shm);
-    raw->establish(deadline);
+void DataPlane::connect_peer(int peer, transport::ProgressEngine::Clock::time_point deadline,
+                             Callback on_up, Callback on_down) {
+  const auto i = static_cast<size_t>(peer);
+  on_down_[i] = std::move(on_down);
+  Protocol* protocol = params_.protocol_of[i];
+  if (auto* lp = dynamic_cast<transport::LinkProtocol*>(protocol)) {
+    transport::LinkContext ctx;
+    ctx.engine = &engine_;
+    ctx.observer = this;
+    ctx.comm_id = params_.comm_id;
+    ctx.comm_uid = params_.comm_uid;
+    ctx.my_rank = params_.rank;
+    ctx.world_size = params_.size;
+    ctx.peer = peer;
+    ctx.peer_address = params_.address_of[i];
+    ctx.bytes_sent = &bytes_sent_[i];
+    links_[i] = lp->create_link(ctx, deadline, std::move(on_up));
+    if (links_[i]) executor_.set_link(peer, links_[i].get());
     return;
   }
-  transport::tcp::TcpLinkParams p;
-  p.comm_id = params_.comm_id;
-  p.comm_uid = params_.comm_uid;
-  p.my_rank = params_.rank;
-  p.world_size = params_.size;
-  p.peer = peer;
-  p.peer_endpoint = endpoint;
-  p.num_streams = params_.streams_per_peer;
-  p.socket_options = params_.socket_options;
-  p.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
-  auto tcp = std::make_unique<transport::tcp::TcpLink>(engine_, p, *this, std::move(on_up));
-  executor_.set_link(peer, tcp.get());
-  auto* raw = tcp.get();
-  link = std::move(tcp);
-  // The higher rank connects, the lower one accepts: exactly one connection set per pair.
-  if (params_.rank > peer) {
-    raw->connect(deadline);
-  } else {
-    raw->expect(deadline);
-    listener_->route(peer, raw);
-  }
+  // An application's protocol: its Connection is up already.
+  links_[i] = std::make_unique<transport::ConnectionLink>(
+      engine_, *this, std::move(connections_[i]), protocol->caps(), params_.protocol_name_of[i],
+      params_.rank, peer, params_.comm_id, &bytes_sent_[i]);
+  executor_.set_link(peer, links_[i].get());
+  on_up(Status{});
 }
 
 void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {

@@ -1,6 +1,6 @@
-// The engine-side objects of one communicator: its listener, one link per peer (shared memory to
-// a peer on this host, TCP otherwise) and the schedule executor. Lives on the progress engine's thread; the actors reach it only through
-// ProgressEngine::post().
+// The engine-side objects of one communicator: the protocols it opened, one link per peer (made
+// by the protocol chosen for that peer) and the schedule executor. Lives on the progress
+// engine's thread; the actors reach it only through ProgressEngine::post().
 #pragma once
 
 #include <atomic>
@@ -10,10 +10,9 @@
 #include <vector>
 
 #include "collectives/schedule_executor.hpp"
+#include "hcomm/protocol.hpp"
+#include "transport/link.hpp"
 #include "transport/progress_engine.hpp"
-#include "transport/shm/shm_link.hpp"
-#include "transport/tcp/tcp_link.hpp"
-#include "transport/tcp/tcp_listener.hpp"
 
 namespace hcomm::actors {
 
@@ -22,24 +21,26 @@ struct DataPlaneParams {
   uint64_t comm_uid = 0;
   int rank = 0;
   int size = 1;
-  int streams_per_peer = 1;
-  transport::tcp::SocketOptions socket_options;
-  /// By peer: reach it through shared memory (it is on this host), not TCP.
-  std::vector<bool> shm_peers;
+  /// By peer: the protocol that carries it (null for this rank), its name, and the address the
+  /// peer published for it.
+  std::vector<Protocol*> protocol_of;
+  std::vector<std::string> protocol_name_of;
+  std::vector<std::string> address_of;
 };
 
 class DataPlane final : public transport::LinkObserver {
  public:
   using Callback = std::function<void(const Status&)>;
 
-  DataPlane(transport::ProgressEngine& engine,
-            std::unique_ptr<transport::tcp::TcpListener> listener, DataPlaneParams params);
+  /// `protocols`: every protocol opened for this communicator (owned from now on);
+  /// `connections`: by peer, the Connection an application protocol made (null otherwise).
+  DataPlane(transport::ProgressEngine& engine, std::vector<std::unique_ptr<Protocol>> protocols,
+            std::vector<std::unique_ptr<Connection>> connections, DataPlaneParams params);
   ~DataPlane();
 
   /// Engine thread: establishes the link to `peer`; `on_up` runs once with the outcome,
   /// `on_down` whenever the established link fails later.
-  void connect_peer(int peer, const std::string& endpoint,
-                    transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
+  void connect_peer(int peer, transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
                     Callback on_down);
   /// Engine thread: runs an operation.
   void start(coll::OperationPtr op, coll::Schedule schedule) {
@@ -70,7 +71,8 @@ class DataPlane final : public transport::LinkObserver {
 
   transport::ProgressEngine& engine_;
   DataPlaneParams params_;
-  std::unique_ptr<transport::tcp::TcpListener> listener_;
+  std::vector<std::unique_ptr<Protocol>> protocols_;
+  std::vector<std::unique_ptr<Connection>> connections_;
   coll::ScheduleExecutor executor_;
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::vector<Callback> on_down_;

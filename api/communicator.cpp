@@ -336,9 +336,6 @@ Status check_config(const Config& cfg) {
             "rank " + std::to_string(cfg.rank) + " is not in [0, " +
                 std::to_string(cfg.world_size) +
                 "): set HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)"};
-  if (cfg.transport != "tcp" && cfg.transport != "shm" && cfg.transport != "auto")
-    return {HCOMM_ERR_NO_DEVICE, "HCOMM_TRANSPORT=" + cfg.transport +
-                                     " is not available in this build: use auto, shm or tcp"};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
   if (cfg.chunk_bytes != 0 && cfg.chunk_bytes < 8)

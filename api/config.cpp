@@ -1,5 +1,7 @@
 #include "hcomm/config.hpp"
 
+#include "hcomm/protocol.hpp"
+
 #include <cctype>
 #include <climits>
 #include <cstdint>
@@ -20,9 +22,6 @@ std::string env(const char* name) {
 Status invalid(std::string message) {
   return Status(HCOMM_ERR_INVALID_ARG, std::move(message));
 }
-
-/// Transports HCOMM_TRANSPORT accepts (the communicator reports which ones this build has).
-constexpr const char* kTransports[] = {"auto", "tcp", "shm", "rdma"};
 
 /// Parses a byte count: digits, then optionally K, M or G (powers of 1024, either case), then
 /// optionally "B" or "iB": "4096", "64K", "4M", "1GiB". The result must be in [min, max].
@@ -102,15 +101,51 @@ Status apply_transport(std::string* field) {
   if (v.empty()) return Status();
   std::string lower = v;
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string list;
-  for (const char* t : kTransports) {
-    if (lower == t) {
-      *field = lower;
+  std::string list = "auto";
+  for (const auto& name : registered_protocols()) {
+    if (lower == name || v == name) {
+      *field = lower == name ? lower : v;
       return Status();
     }
-    list += list.empty() ? t : std::string(", ") + t;
+    list += ", " + name;
+  }
+  if (lower == "auto") {
+    *field = lower;
+    return Status();
   }
   return invalid("HCOMM_TRANSPORT='" + v + "' is not a transport: expected one of " + list);
+}
+
+Status apply_retry_cnt(int* field) {
+  std::string v = env("HCOMM_RDMA_RETRY_CNT");
+  if (v.empty()) return Status();
+  auto r = boot::parse_env_int("HCOMM_RDMA_RETRY_CNT", v, 0, 7);
+  if (!r) return r.status();
+  if (*r == 7)
+    return invalid(
+        "HCOMM_RDMA_RETRY_CNT=7 means \"retry forever\" on rdma_rxe and some NICs, so a dead "
+        "path would never be reported: use 0..6 (6 is the default)");
+  *field = static_cast<int>(*r);
+  return Status();
+}
+
+Status apply_rdma_buffers(std::string* field) {
+  std::string v = env("HCOMM_RDMA_BUFFERS");
+  if (v.empty()) return Status();
+  if (v != "zero_copy" && v != "dynamic" && v != "static")
+    return invalid("HCOMM_RDMA_BUFFERS='" + v +
+                   "' is not a buffer mode: expected zero_copy, dynamic or static");
+  *field = v;
+  return Status();
+}
+
+Status apply_pin_budget(size_t* field) {
+  std::string v = env("HCOMM_RDMA_PIN_BUDGET_MB");
+  if (v.empty()) return Status();
+  auto r = boot::parse_env_int("HCOMM_RDMA_PIN_BUDGET_MB", v, 1, 1 << 24);
+  if (!r) return r.status();
+  *field = static_cast<size_t>(*r) << 20;
+  return Status();
 }
 
 Status apply_flag(const char* name, bool* field) {
@@ -140,6 +175,7 @@ Expected<Config> Config::from_env() {
   if (!launch->root_addr.empty()) c.root_addr = launch->root_addr;
 
   c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
+  c.rdma_device = env("HCOMM_RDMA_DEVICE");
   c.topo_file = env("HCOMM_TOPO_FILE");
   if (const char* cc = std::getenv("HCOMM_TCP_CONGESTION")) c.tcp_congestion = cc;
   constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
@@ -151,6 +187,14 @@ Expected<Config> Config::from_env() {
       apply_size("HCOMM_RECV_BUF_SIZE", 0, kMaxSockBuf, "0 (kernel default) or a size up to 2G-1",
                  &c.recv_buf_size),
       apply_int("HCOMM_SOCKETS_PER_PEER", 1, 16, &c.sockets_per_peer),
+      apply_int("HCOMM_RDMA_GID_INDEX", -1, 255, &c.rdma_gid_index),
+      apply_int("HCOMM_NUM_QPS", 1, 16, &c.num_qps),
+      apply_size("HCOMM_MAX_INLINE", 0, 4096, "a size from 0 to 4096 bytes", &c.max_inline),
+      apply_int("HCOMM_RDMA_TIMEOUT", 1, 31, &c.rdma_timeout),
+      apply_retry_cnt(&c.rdma_retry_cnt),
+      apply_int("HCOMM_RDMA_TRAFFIC_CLASS", 0, 255, &c.rdma_traffic_class),
+      apply_rdma_buffers(&c.rdma_buffers),
+      apply_pin_budget(&c.rdma_pin_budget),
       apply_size("HCOMM_CHUNK_SIZE", 64, kMaxChunk, "a size from 64 bytes to 1G", &c.chunk_bytes),
       apply_ms("HCOMM_CONNECT_TIMEOUT_MS", &c.connect_timeout),
       apply_ms("HCOMM_TIMEOUT_MS", &c.op_timeout),

@@ -5,6 +5,8 @@
 // the communicator actor that numbers and plans it, and the progress engine that runs it.
 #pragma once
 
+#include <algorithm>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,6 +79,37 @@ struct Operation {
   /// other ranks so that their matching operation fails too instead of waiting.
   Status invalid;
   std::shared_ptr<detail::Completion> completion = std::make_shared<detail::Completion>();
+
+  /// Bytes of the application's send and receive buffers on a communicator of `world_size`
+  /// ranks (0 where this rank does not use one), so links can register them whole.
+  std::pair<size_t, size_t> buffer_bytes(int world_size) const {
+    const size_t es = dtype_size(dtype);
+    const size_t n = static_cast<size_t>(world_size);
+    auto extent = [&](const std::vector<size_t>& counts, const std::vector<size_t>& displs) {
+      size_t end = 0;
+      for (size_t i = 0; i < counts.size() && i < displs.size(); ++i)
+        end = std::max(end, displs[i] + counts[i]);
+      return end * es;
+    };
+    switch (kind) {
+      case OpKind::allgather:
+      case OpKind::gather:
+        return {count * es, count * es * n};
+      case OpKind::reduce_scatter:
+      case OpKind::scatter:
+        return {count * es * n, count * es};
+      case OpKind::alltoall:
+        return {count * es * n, count * es * n};
+      case OpKind::allgatherv:
+        return {count * es, extent(recv_counts, recv_displs)};
+      case OpKind::alltoallv:
+        return {extent(send_counts, send_displs), extent(recv_counts, recv_displs)};
+      case OpKind::barrier:
+        return {0, 0};
+      default:
+        return {count * es, count * es};
+    }
+  }
 
   /// The size every rank must agree on, in bytes (carried by each frame).
   /// allgatherv: the total; alltoallv: 0, as ranks share no total (each frame's length is

@@ -134,6 +134,18 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
       h.length = st.bytes;
       h.op_bytes = run.op->agreed_bytes();
       io.payload = st.src;
+      // The application buffer the payload lies in (none: hcomm's scratch memory).
+      const auto [send_bytes, recv_bytes] = run.op->buffer_bytes(size_);
+      auto inside = [&](const std::byte* base, size_t bytes) {
+        return base != nullptr && st.src >= base && st.src + st.bytes <= base + bytes;
+      };
+      if (inside(run.op->send, send_bytes)) {
+        io.buffer = run.op->send;
+        io.buffer_bytes = send_bytes;
+      } else if (inside(run.op->recv, recv_bytes)) {
+        io.buffer = run.op->recv;
+        io.buffer_bytes = recv_bytes;
+      }
       ++run.in_flight;
       links_[static_cast<size_t>(st.peer)]->post_send(&io);
       return;

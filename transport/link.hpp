@@ -21,6 +21,10 @@ class SendRequest {
  public:
   FrameHeader header;
   const void* payload = nullptr;
+  /// The application buffer `payload` lies in (null: hcomm's own memory). A link that registers
+  /// memory with a NIC registers this whole buffer once and sends every frame of it in place.
+  const void* buffer = nullptr;
+  size_t buffer_bytes = 0;
 
   /// The payload may be reused (the bytes are handed to the medium), or the send failed.
   virtual void on_sent(const Status& status) = 0;

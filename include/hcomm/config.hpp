@@ -25,15 +25,46 @@ struct Config {
   std::string socket_ifname;
 
   // ---- transport
-  /// HCOMM_TRANSPORT: "auto" (shared memory to ranks on this host, TCP to the others), "shm"
-  /// (every rank must be on this host), "tcp" (TCP to every peer, loopback within a host).
+  /// HCOMM_TRANSPORT: "auto" (per peer the most preferred protocol that reaches it: shared memory
+  /// on this host, else RDMA when both ranks have a device, else TCP), or one protocol's name for
+  /// every peer: "shm" (every rank must be on this host), "rdma" (fails with
+  /// HCOMM_ERR_NO_DEVICE without a device), "tcp", or a protocol the application registered
+  /// (hcomm/protocol.hpp).
   std::string transport = "auto";
-  size_t send_buf_size = 0;       ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
-  size_t recv_buf_size = 0;       ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
-  int sockets_per_peer = 1;       ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
+  size_t send_buf_size = 0;  ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
+  size_t recv_buf_size = 0;  ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
+  int sockets_per_peer = 1;  ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
   /// HCOMM_TCP_CONGESTION: TCP congestion control for hcomm's sockets; "" keeps the kernel's.
   /// CUBIC by default: BBR's pacing stretches every large transfer of a collective.
   std::string tcp_congestion = "cubic";
+  // ---- RDMA (RoCEv2 through rdma-core)
+  /// HCOMM_RDMA_DEVICE: the device, e.g. "rxe0" or "mlx5_0". Empty: the first device with an
+  /// active port that has an IPv4 RoCEv2 GID.
+  std::string rdma_device;
+  /// HCOMM_RDMA_GID_INDEX: the GID to use; -1 = the port's IPv4 RoCEv2 GID.
+  int rdma_gid_index = -1;
+  /// HCOMM_NUM_QPS: reliable-connected queue pairs per peer (1..16); messages are striped over
+  /// them.
+  int num_qps = 1;
+  /// HCOMM_MAX_INLINE: messages up to this many bytes (headers included) are copied into the
+  /// work request (IBV_SEND_INLINE) instead of being read from registered memory; capped by what
+  /// the device supports.
+  size_t max_inline = 256;
+  /// HCOMM_RDMA_TIMEOUT: local ACK timeout, 4.096 us * 2^n (1..31).
+  int rdma_timeout = 14;
+  /// HCOMM_RDMA_RETRY_CNT: transport retries before a send fails (0..6). 7 would mean "retry
+  /// forever" on some devices (rdma_rxe), so that a dead path is never reported: refused.
+  int rdma_retry_cnt = 6;
+  /// HCOMM_RDMA_TRAFFIC_CLASS: the IP traffic class (DSCP << 2 | ECN) of RoCE packets (0..255).
+  int rdma_traffic_class = 0;
+  /// HCOMM_RDMA_BUFFERS: how payloads reach the NIC. "zero_copy": application buffers that start
+  /// on a 4 KiB boundary are registered on first use and cached (others are copied through
+  /// registered staging); "dynamic": always copied through a registered pool that grows on
+  /// demand; "static": copied through a fixed pre-registered pool (senders wait for a slot).
+  std::string rdma_buffers = "zero_copy";
+  /// HCOMM_RDMA_PIN_BUDGET_MB: bytes the registration cache may keep pinned per device.
+  size_t rdma_pin_budget = size_t{1} << 30;
+
   /// HCOMM_CHUNK_SIZE: pipelining unit of collectives; 0 = chosen per operation by the cost model.
   size_t chunk_bytes = 0;
 

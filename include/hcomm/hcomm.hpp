@@ -4,6 +4,8 @@
 
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
+#include "hcomm/memory.hpp"
+#include "hcomm/protocol.hpp"
 #include "hcomm/shared_memory_channel.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"

@@ -1,0 +1,73 @@
+// A protocol built into hcomm: registered and chosen like an application's (hcomm/protocol.hpp),
+// but it hands the data plane Links (transport/link.hpp) instead of message Connections, so its
+// bytes move zero-copy and its frames are matched where they land.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hcomm/config.hpp"
+#include "hcomm/protocol.hpp"
+#include "transport/link.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/rendezvous.hpp"
+
+namespace hcomm::transport {
+
+/// What a built-in protocol's links are made with (one communicator, one peer).
+struct LinkContext {
+  ProgressEngine* engine = nullptr;
+  LinkObserver* observer = nullptr;
+  uint32_t comm_id = 0;
+  uint64_t comm_uid = 0;
+  int my_rank = -1;
+  int world_size = 0;
+  int peer = -1;
+  std::string peer_address;  ///< what the peer's open() published
+  /// Counts the payload bytes of data frames sent to the peer (not owned; may be null).
+  std::atomic<uint64_t>* bytes_sent = nullptr;
+};
+
+class LinkProtocol : public Protocol {
+ public:
+  using UpCallback = std::function<void(const Status&)>;
+
+  /// Before open(): the engine the links will live on and the communicator's configuration.
+  virtual void attach(ProgressEngine& engine, const Config& config) {
+    engine_ = &engine;
+    config_ = config;
+  }
+  /// Creating thread, after every rank published its address and the peers this protocol
+  /// carries are chosen (`peers`, ascending): whatever must be exchanged beyond the address
+  /// (queue pair numbers) goes through `rendezvous` here. When it returns OK on every rank,
+  /// create_link() may send at once.
+  virtual Status prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+                         Rendezvous::Deadline deadline) {
+    (void)peers;
+    (void)rendezvous;
+    (void)deadline;
+    return {};
+  }
+  /// Engine thread: a link to context.peer that starts establishing itself at once; `on_up`
+  /// runs once with the outcome, by `deadline`.
+  virtual std::unique_ptr<Link> create_link(const LinkContext& context,
+                                            ProgressEngine::Clock::time_point deadline,
+                                            UpCallback on_up) = 0;
+  /// Engine thread: the data plane is closing; drop what open() set up (listeners, ...).
+  virtual void shutdown() {}
+
+  /// Built-ins make links, not connections.
+  Expected<std::unique_ptr<Connection>> connect(int, const std::string&,
+                                                std::chrono::steady_clock::time_point) override {
+    return Status{HCOMM_ERR_INTERNAL, "a built-in protocol makes links, not connections"};
+  }
+
+ protected:
+  ProgressEngine* engine_ = nullptr;
+  Config config_;
+};
+
+}  // namespace hcomm::transport

@@ -1,0 +1,48 @@
+#include "transport/tcp/tcp_protocol.hpp"
+
+namespace hcomm::transport::tcp {
+
+ProtocolCaps TcpProtocol::caps() const {
+  ProtocolCaps c;
+  c.max_message_bytes = SIZE_MAX;
+  c.detects_peer_failure = true;  // EOF, RST
+  return c;
+}
+
+Expected<std::string> TcpProtocol::open(const ProtocolContext& context) {
+  auto listener =
+      TcpListener::bind(*engine_, context.interface_ip, context.comm_uid, context.world_size);
+  if (!listener.ok()) return listener.status();
+  listener_ = std::move(listener.value());
+  return listener_->endpoint();
+}
+
+std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
+                                               ProgressEngine::Clock::time_point deadline,
+                                               UpCallback on_up) {
+  if (!listening_) {
+    listener_->start();
+    listening_ = true;
+  }
+  TcpLinkParams p;
+  p.comm_id = context.comm_id;
+  p.comm_uid = context.comm_uid;
+  p.my_rank = context.my_rank;
+  p.world_size = context.world_size;
+  p.peer = context.peer;
+  p.peer_endpoint = context.peer_address;
+  p.num_streams = config_.sockets_per_peer;
+  p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion};
+  p.bytes_sent = context.bytes_sent;
+  auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));
+  // The higher rank connects, the lower one accepts: exactly one connection set per pair.
+  if (context.my_rank > context.peer) {
+    link->connect(deadline);
+  } else {
+    link->expect(deadline);
+    listener_->route(context.peer, link.get());
+  }
+  return link;
+}
+
+}  // namespace hcomm::transport::tcp
