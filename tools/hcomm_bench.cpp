@@ -13,9 +13,11 @@
 #include <hcomm/hcomm.hpp>
 
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,7 +92,17 @@ int main(int argc, char** argv) {
   Runner runner(*comm, o, *spec);
   Report report(o, *spec, comm->size());
   Progress progress(lead, sizes.size());
-  if (lead) report.header();
+  if (lead) {
+    // What carries this rank's traffic: "# transport: rdma to 1 peer(s)".
+    std::map<std::string, int> transports;
+    for (const auto& r : comm->ranks())
+      if (r.transport != "self") ++transports[r.transport];
+    std::string line;
+    for (const auto& [name, peers] : transports)
+      line += (line.empty() ? "" : ", ") + name + " to " + std::to_string(peers) + " peer(s)";
+    std::printf("# transport (rank 0): %s\n", line.empty() ? "none (1 rank)" : line.c_str());
+    report.header();
+  }
   for (size_t i = 0; i < sizes.size(); ++i) {
     const Row row = runner.run(sizes[i]);
     if (!lead) continue;
@@ -101,6 +113,11 @@ int main(int argc, char** argv) {
   if (!lead) return 0;  // the wrong counts are global: rank 0 reports them and sets the status
   progress.erase();
   report.footer();
+  const auto mr = hcomm::memory_registration_stats();
+  if (mr.hits + mr.misses > 0)
+    std::printf("# RDMA registration cache (rank 0): %" PRIu64 " hits, %" PRIu64
+                " misses, hit rate %.2f%%, %" PRIu64 " evictions, %" PRIu64 " bytes pinned\n#\n",
+                mr.hits, mr.misses, 100.0 * mr.hit_rate(), mr.evictions, mr.pinned_bytes);
   if (json != nullptr) {
     const bool ok = report.write_json(json);
     if (std::fclose(json) != 0 || !ok) {

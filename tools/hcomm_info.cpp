@@ -49,7 +49,28 @@ bool print_topology_file() {
   return true;
 }
 
-void print_world(hcomm::Communicator& comm) {
+/// Every rank's transport to every other, as letters (row = from), gathered from all ranks:
+/// each rank knows only its own links.
+std::vector<uint8_t> gather_transport_letters(hcomm::Communicator& comm) {
+  // Each rank knows its own links: their letters are gathered from every rank.
+  const auto ranks = comm.ranks();
+  const size_t n = ranks.size();
+  std::vector<uint8_t> mine(n), all(n * n);
+  for (const auto& r : ranks) {
+    const auto& me = ranks[static_cast<size_t>(comm.rank())];
+    const std::string& t = r.transport;
+    mine[static_cast<size_t>(r.rank)] = t == "self"   ? '-'
+                                        : t == "shm"  ? 's'
+                                        : t == "rdma" ? 'r'
+                                        : t == "tcp"  ? (r.host_id == me.host_id ? 't' : 'T')
+                                                      : 'p';
+  }
+  hcomm::Status st = comm.allgather(mine.data(), all.data(), n, hcomm::DataType::uint8);
+  if (!st.ok()) std::fprintf(stderr, "gathering the transports: %s\n", st.to_string().c_str());
+  return all;
+}
+
+void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   const auto ranks = comm.ranks();
   std::printf("\ncommunicator: %d ranks\n", comm.size());
   std::printf("%6s  %-20s %-24s\n", "rank", "host", "address");
@@ -60,17 +81,16 @@ void print_world(hcomm::Communicator& comm) {
   std::printf("\nring order (hosts, switches, racks together):");
   for (int r : order) std::printf(" %d", r);
   std::printf("\n");
-  // Every rank applies one rule (HCOMM_TRANSPORT, same host): rank 0's view is everyone's.
-  const bool shm = comm.config().transport != "tcp";
+  const bool shm = comm.config().transport == "auto" || comm.config().transport == "shm";
   std::printf(
-      "\ntransport per pair (rows: from, columns: to; '-' self, 's' shared memory, 't' tcp within "
-      "a host, 'T' tcp across hosts)\n      ");
+      "\ntransport per pair (rows: from, columns: to; '-' self, 's' shared memory, 'r' rdma, 't' "
+      "tcp within a host, 'T' tcp across hosts, 'p' an application's protocol)\n      ");
   for (const auto& c : ranks) std::printf("%3d", c.rank);
   std::printf("\n");
-  for (const auto& a : ranks) {
-    std::printf("%6d", a.rank);
-    for (const auto& b : ranks)
-      std::printf("%3s", a.rank == b.rank ? "-" : a.host_id != b.host_id ? "T" : shm ? "s" : "t");
+  const size_t n = ranks.size();
+  for (size_t a = 0; a < n; ++a) {
+    std::printf("%6zu", a);
+    for (size_t b = 0; b < n; ++b) std::printf("%3c", static_cast<char>(all[a * n + b]));
     std::printf("\n");
   }
   bool one_host = true;
@@ -113,6 +133,7 @@ int main() {
     std::fprintf(stderr, "hcomm-info: %s\n", comm.status().to_string().c_str());
     return 1;
   }
-  if ((*comm)->rank() == 0) print_world(**comm);
+  const auto letters = gather_transport_letters(**comm);
+  if ((*comm)->rank() == 0) print_world(**comm, letters);
   return topo_ok ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@ namespace hcomm::bench {
 
 // One rank's buffers for one Case: the storage owns them; send and recv are what the call gets.
 struct Buffers {
-  std::vector<uint64_t> send_storage, recv_storage;  // uint64_t: aligned for every dtype
+  // Page-aligned, as an application should allocate for RDMA: a buffer that starts on a 4 KiB
+  // boundary is registered once and sent in place (see hcomm/memory.hpp).
+  std::shared_ptr<void> send_storage, recv_storage;
   size_t send_elems = 0, recv_elems = 0;
   void* send = nullptr;
   void* recv = nullptr;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "bench/elements.hpp"
@@ -16,10 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void* make(std::vector<uint64_t>* storage, size_t bytes, bool present) {
+void* make(std::shared_ptr<void>* storage, size_t bytes, bool present) {
   // Present buffers are never null, even for 0 elements: null means "none" to the API.
-  storage->assign(bytes / sizeof(uint64_t) + 1, 0);
-  return present ? storage->data() : nullptr;
+  const size_t page = 4096;
+  const size_t rounded = (bytes / page + 1) * page;
+  void* p = std::aligned_alloc(page, rounded);
+  if (p == nullptr) {
+    std::fprintf(stderr, "hcomm-bench: cannot allocate %zu bytes\n", rounded);
+    std::exit(1);
+  }
+  std::memset(p, 0, rounded);
+  storage->reset(p, std::free);
+  return present ? p : nullptr;
 }
 
 Case with_count(Case c, size_t count) {
