@@ -14,8 +14,6 @@ namespace {
 constexpr size_t kHeader = sizeof(FrameHeader);
 // Pieces are cut at multiples of this: every element size divides it.
 constexpr size_t kPieceAlign = 64;
-// An abort reason longer than this is cut (sender) or dropped (receiver): it is a log line.
-constexpr size_t kMaxControlPayload = 64 * 1024;
 // Messages handled per round of the engine (as TcpStream bounds its reads).
 constexpr size_t kMessagesPerRound = 64;
 
@@ -34,10 +32,10 @@ ConnectionLink::ConnectionLink(ProgressEngine& engine, LinkObserver& observer,
       connection_(std::move(connection)),
       protocol_caps_(caps),
       protocol_name_(std::move(protocol_name)),
-      my_rank_(my_rank),
       peer_(peer),
       comm_id_(comm_id),
-      bytes_sent_(bytes_sent) {
+      stamp_{my_rank, bytes_sent},
+      frames_(observer, posted_, unexpected_, peer) {
   name_ = protocol_name_ + " (rank " + std::to_string(peer_) + ")";
   if (!connection_) {
     error_ = {HCOMM_ERR_INVALID_ARG, "protocol '" + protocol_name_ +
@@ -81,13 +79,7 @@ LinkCaps ConnectionLink::caps() const {
 // ---- sending
 
 void ConnectionLink::post_send(SendRequest* request) {
-  if (bytes_sent_ != nullptr && request->header.kind == static_cast<uint8_t>(FrameKind::data))
-    bytes_sent_->fetch_add(request->header.length, std::memory_order_relaxed);
-  // After the peer's goodbye, frames to it count as delivered (as on TCP and shm): it completed
-  // its part of every operation before leaving.
-  if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
-  request->header.link_seq = next_link_seq_++;
-  request->header.src_rank = my_rank_;
+  if (!stamp_.admit(request, error_, peer_closed_)) return;
   Outgoing& o = sendq_.emplace_back();
   o.header = request->header;
   o.payload = static_cast<const std::byte*>(request->payload);
@@ -96,7 +88,8 @@ void ConnectionLink::post_send(SendRequest* request) {
 }
 
 void ConnectionLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  queue_control(FrameKind::abort, comm_id, op_seq, reason.substr(0, kMaxControlPayload));
+  queue_control(FrameKind::abort, comm_id, op_seq,
+                reason.substr(0, FrameAssembler::kMaxControlPayload));
 }
 
 void ConnectionLink::queue_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq,
@@ -107,9 +100,8 @@ void ConnectionLink::queue_control(FrameKind kind, uint32_t comm_id, uint64_t op
   o.header.kind = static_cast<uint8_t>(kind);
   o.header.comm_id = comm_id;
   o.header.op_seq = op_seq;
-  o.header.src_rank = my_rank_;
   o.header.length = o.owned.size();
-  o.header.link_seq = next_link_seq_++;
+  stamp_.stamp(o.header);
   pump_sends();
 }
 
@@ -208,101 +200,29 @@ bool ConnectionLink::drain() {
 void ConnectionLink::on_message(const std::vector<std::byte>& message) {
   const std::byte* data = message.data();
   size_t size = message.size();
-  if (!cur_.active) {
+  if (!frames_.active()) {
     if (size < kHeader)
       return protocol_error("a " + std::to_string(size) + "-byte message where a frame starts");
-    cur_ = Incoming();
-    std::memcpy(&cur_.header, data, kHeader);
-    if (cur_.header.magic != FrameHeader::kMagic)
+    FrameHeader header;
+    std::memcpy(&header, data, kHeader);
+    if (header.magic != FrameHeader::kMagic)
       return protocol_error("bad frame magic (not an hcomm peer, or a different hcomm version?)");
     data += kHeader;
     size -= kHeader;
-    cur_.active = true;
-    if (size > cur_.header.length)
+    if (size > header.length)
       return protocol_error("a frame's first message is longer than the frame");
-    begin_frame();
-    if (!error_.ok()) return;  // a rejecting request closed the link
-  } else if (size > cur_.header.length - cur_.got) {
+    if (frames_.begin(header) == FrameAssembler::Outcome::goodbye) return peer_said_goodbye();
+    if (!error_.ok() || size == 0) return;  // a rejecting request may have closed the link
+  } else if (size > frames_.missing()) {
     return protocol_error("a continuation message runs past the end of its frame");
   }
-  if (size > 0) {
-    switch (cur_.target) {
-      case Target::direct:
-        std::memcpy(cur_.dst + cur_.got, data, size);
-        break;
-      case Target::pieces:
-        cur_.request->on_piece(cur_.got, data, size);
-        if (!error_.ok()) return;
-        break;
-      case Target::stash:
-      case Target::control:
-        std::memcpy(cur_.payload.data() + cur_.got, data, size);
-        break;
-      case Target::discard:
-        break;
-    }
-    cur_.got += size;
-  }
-  if (cur_.got == cur_.header.length) finish_frame();
+  if (size > 0 && frames_.add(data, size) == FrameAssembler::Outcome::goodbye) peer_said_goodbye();
 }
 
-void ConnectionLink::begin_frame() {
-  const FrameHeader& h = cur_.header;
-  switch (static_cast<FrameKind>(h.kind)) {
-    case FrameKind::abort:
-    case FrameKind::close:
-      if (h.length <= kMaxControlPayload) {
-        cur_.target = Target::control;
-        cur_.payload.resize(h.length);
-      }
-      return;
-    case FrameKind::data:
-      break;
-    default:
-      return;  // a kind this version does not know: dropped
-  }
-  if (observer_.is_aborted(h.comm_id, h.op_seq)) return;
-  if (RecvRequest* r = posted_.take(MatchKey::of(h))) {
-    Status st = r->accept(h);
-    if (!st.ok()) return r->on_received(st);  // the payload is dropped
-    cur_.request = r;
-    cur_.dst = static_cast<std::byte*>(r->destination());
-    cur_.target = cur_.dst != nullptr ? Target::direct : Target::pieces;
-    return;
-  }
-  cur_.target = Target::stash;
-  cur_.payload = unexpected_.take_buffer(h.length);
-}
-
-void ConnectionLink::finish_frame() {
-  Incoming f = std::move(cur_);  // the callbacks below may receive the next frame
-  cur_ = Incoming();
-  switch (f.target) {
-    case Target::direct:
-    case Target::pieces:
-      f.request->on_received(Status{});
-      break;
-    case Target::stash:
-      // The receive may have been posted while the payload was arriving.
-      if (RecvRequest* r = posted_.take(MatchKey::of(f.header)))
-        return unexpected_.deliver(r, f.header, std::move(f.payload));
-      unexpected_.store(f.header, std::move(f.payload));
-      break;
-    case Target::control:
-      if (static_cast<FrameKind>(f.header.kind) == FrameKind::abort) {
-        observer_.on_remote_abort(
-            peer_, f.header.comm_id, f.header.op_seq,
-            std::string(reinterpret_cast<const char*>(f.payload.data()), f.payload.size()));
-      } else {
-        HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
-        fail({HCOMM_ERR_PEER_LOST,
-              "rank " + std::to_string(peer_) + " has destroyed its communicator"},
-             /*graceful=*/true);
-      }
-      break;
-    case Target::discard:
-      break;
-  }
+void ConnectionLink::peer_said_goodbye() {
+  HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
+  fail({HCOMM_ERR_PEER_LOST, "rank " + std::to_string(peer_) + " has destroyed its communicator"},
+       /*graceful=*/true);
 }
 
 // ---- closing and failing
@@ -361,10 +281,7 @@ void ConnectionLink::fail(const Status& status, bool graceful, bool notify) {
     if (o.request != nullptr) o.request->on_sent(send_status);
   auto posted = posted_.take_all();
   if (!graceful) unexpected_.clear();  // after a goodbye, what arrived is still valid
-  RecvRequest* in_progress =
-      cur_.target == Target::direct || cur_.target == Target::pieces ? cur_.request : nullptr;
-  cur_ = Incoming();
-  if (in_progress != nullptr) in_progress->on_received(status);
+  frames_.fail(status);
   for (RecvRequest* request : posted) request->on_received(status);
   if (was_up && notify && !closing_) observer_.on_link_failed(peer_, status, graceful);
 }

@@ -25,8 +25,9 @@
 #include <string>
 
 #include "hcomm/protocol.hpp"
+#include "transport/frame_assembler.hpp"
+#include "transport/frame_stamp.hpp"
 #include "transport/link.hpp"
-#include "transport/payload.hpp"
 #include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/unexpected_frames.hpp"
@@ -74,17 +75,6 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
     SendRequest* request = nullptr;      // null for the link's own control frames
     std::string owned;
   };
-  enum class Target { direct, pieces, stash, control, discard };
-  /// The frame whose messages are arriving.
-  struct Incoming {
-    bool active = false;
-    FrameHeader header;
-    size_t got = 0;
-    Target target = Target::discard;
-    RecvRequest* request = nullptr;
-    std::byte* dst = nullptr;
-    Payload payload;  // stash and control
-  };
 
   void queue_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string text);
   void pump_sends();
@@ -92,8 +82,7 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
   /// Hands every message receive() has to on_message(); true when there was one.
   bool drain();
   void on_message(const std::vector<std::byte>& message);
-  void begin_frame();
-  void finish_frame();
+  void peer_said_goodbye();
   /// The link's status for an error the connection reported while doing `what`.
   Status connection_error(const char* what, const Status& status) const;
   void protocol_error(const std::string& what);
@@ -108,10 +97,8 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
   ProtocolCaps protocol_caps_;
   std::string protocol_name_;  // LinkCaps::medium points into it
   std::string name_;
-  const int my_rank_;
   const int peer_;
   const uint32_t comm_id_;
-  std::atomic<uint64_t>* bytes_sent_;
   int event_fd_ = -1;     // with the engine as an fd; -1: none
   bool polled_ = false;   // with the engine as a poller
   bool backlog_ = false;  // event fd: the last round left messages in the connection
@@ -121,11 +108,11 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
   bool sending_ = false;
   bool receiving_ = false;
   Status error_;
-  uint64_t next_link_seq_ = 1;
+  FrameStamp stamp_;
   std::deque<Outgoing> sendq_;
-  Incoming cur_;
   PostedReceives posted_;
   UnexpectedFrames unexpected_;
+  FrameAssembler frames_;  // the frame whose messages are arriving
 };
 
 }  // namespace hcomm::transport

@@ -92,8 +92,8 @@ class ProgressEngine {
   void run();
   /// Runs every poller; true when one did something.
   bool run_pollers();
-  /// One round: tasks, timers, pollers, ready fds. Blocks in epoll only when `may_sleep` and the busy-poll
-  /// window after the last activity has passed.
+  /// One round: tasks, timers, pollers, ready fds. Blocks in epoll only when `may_sleep` and the
+  /// busy-poll window after the last activity has passed.
   void poll_once(bool may_sleep);
   void park();
   /// Makes a blocking epoll_wait return (the eventfd).

@@ -80,6 +80,7 @@ Expected<RdmaEndpoint> RdmaEndpoint::decode(const std::string& text) {
 
 RdmaLink::RdmaLink(std::shared_ptr<RdmaDevice> device, RdmaLinkParams params)
     : device_(std::move(device)), params_(params) {
+  stamp_.my_rank = params_.my_rank;
   name_ = "rdma " + device_->name() + " (rank " + std::to_string(params_.peer) + ")";
   next_to_post_ = sendq_.end();
 }
@@ -229,9 +230,10 @@ Status RdmaLink::connect(const RdmaEndpoint& remote) {
 
 void RdmaLink::start(ProgressEngine& engine, LinkObserver& observer,
                      std::atomic<uint64_t>* bytes_sent, UpCallback on_up) {
-  params_.bytes_sent = bytes_sent;
+  stamp_.bytes_sent = bytes_sent;
   engine_ = &engine;
   observer_ = &observer;
+  frames_.emplace(observer, posted_, unexpected_, params_.peer);
   started_ = true;
   up_ = true;
   engine.add_poller(this);
@@ -270,12 +272,8 @@ LinkCaps RdmaLink::caps() const {
 // ---- sending
 
 void RdmaLink::post_send(SendRequest* request) {
+  if (!stamp_.admit(request, error_, peer_closed_)) return;
   const bool data = request->header.kind == static_cast<uint8_t>(FrameKind::data);
-  if (params_.bytes_sent != nullptr && data)
-    params_.bytes_sent->fetch_add(request->header.length, std::memory_order_relaxed);
-  if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
-  request->header.link_seq = next_link_seq_++;
-  request->header.src_rank = params_.my_rank;
   Outgoing& o = sendq_.emplace_back();
   o.header = request->header;
   o.payload = static_cast<const std::byte*>(request->payload);
@@ -300,13 +298,12 @@ void RdmaLink::post_send(SendRequest* request) {
 void RdmaLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
   if (!error_.ok() || !up_ || closing_) return;
   Outgoing& o = sendq_.emplace_back();
-  o.owned = reason.substr(0, 1024);
+  o.owned = reason.substr(0, FrameAssembler::kMaxControlPayload);
   o.header.kind = static_cast<uint8_t>(FrameKind::abort);
   o.header.comm_id = comm_id;
   o.header.op_seq = op_seq;
-  o.header.src_rank = params_.my_rank;
   o.header.length = o.owned.size();
-  o.header.link_seq = next_link_seq_++;
+  stamp_.stamp(o.header);
   if (next_to_post_ == sendq_.end()) next_to_post_ = std::prev(sendq_.end());
   pump_sends();
 }
@@ -318,8 +315,7 @@ void RdmaLink::close() {
   // A goodbye frame; the link fails (quietly) once it left, see maybe_retire().
   Outgoing& o = sendq_.emplace_back();
   o.header.kind = static_cast<uint8_t>(FrameKind::close);
-  o.header.src_rank = params_.my_rank;
-  o.header.link_seq = next_link_seq_++;
+  stamp_.stamp(o.header);
   if (next_to_post_ == sendq_.end()) next_to_post_ = std::prev(sendq_.end());
   pump_sends();
 }
@@ -635,9 +631,10 @@ void RdmaLink::process(int slot, uint32_t bytes) {
   if (!mh.credit_only) {
     const std::byte* body = base + kMessageHeaderBytes;
     size_t n = bytes - kMessageHeaderBytes;
+    auto outcome = FrameAssembler::Outcome::more;
     if (mh.starts_frame) {
       FrameHeader fh;
-      if (n < sizeof fh || cur_.active)
+      if (n < sizeof fh || frames_->active())
         return fail({HCOMM_ERR_TRANSPORT, name_ + ": frame boundaries lost"}, false);
       std::memcpy(&fh, body, sizeof fh);
       if (fh.magic != FrameHeader::kMagic)
@@ -645,79 +642,25 @@ void RdmaLink::process(int slot, uint32_t bytes) {
                     false);
       body += sizeof fh;
       n -= sizeof fh;
-      begin_frame(fh);
+      if (n > fh.length)
+        return fail({HCOMM_ERR_TRANSPORT, name_ + ": a frame ran past its length"}, false);
+      outcome = frames_->begin(fh);
+    } else if (n > 0 && !frames_->active()) {
+      return fail({HCOMM_ERR_TRANSPORT, name_ + ": payload without a frame"}, false);
+    } else if (n > frames_->missing()) {
+      return fail({HCOMM_ERR_TRANSPORT, name_ + ": a frame ran past its length"}, false);
     }
-    if (!error_.ok()) return;
-    deliver_piece(body, n);
+    if (outcome == FrameAssembler::Outcome::more && error_.ok() && n > 0)
+      outcome = frames_->add(body, n);
+    if (outcome == FrameAssembler::Outcome::goodbye)
+      return fail(
+          {HCOMM_ERR_ABORTED, "rank " + std::to_string(params_.peer) + " closed its communicator"},
+          true);
   }
   if (!error_.ok()) return;
   Status st = post_receive_slot(slot);
   if (!st.ok()) return fail(st, false);
   ++owed_[static_cast<size_t>(slot / kRecvSlots)];
-}
-
-void RdmaLink::begin_frame(const FrameHeader& h) {
-  cur_ = Incoming();
-  cur_.active = true;
-  cur_.header = h;
-  const auto kind = static_cast<FrameKind>(h.kind);
-  if (kind != FrameKind::data) {
-    cur_.stash = true;  // abort reason or goodbye: kept whole
-    cur_.payload = unexpected_.take_buffer(h.length);
-  } else if (observer_->is_aborted(h.comm_id, h.op_seq)) {
-    cur_.drop = true;
-  } else if (RecvRequest* r = posted_.take(MatchKey::of(h))) {
-    cur_.request = r;
-    cur_.rejected = r->accept(h);
-    if (cur_.rejected.ok()) cur_.dst = static_cast<std::byte*>(r->destination());
-  } else {
-    cur_.stash = true;
-    cur_.payload = unexpected_.take_buffer(h.length);
-  }
-  if (h.length == 0) finish_frame();
-}
-
-void RdmaLink::deliver_piece(const std::byte* data, size_t bytes) {
-  if (!cur_.active) {
-    if (bytes == 0) return;
-    return fail({HCOMM_ERR_TRANSPORT, name_ + ": payload without a frame"}, false);
-  }
-  if (cur_.got + bytes > cur_.header.length)
-    return fail({HCOMM_ERR_TRANSPORT, name_ + ": a frame ran past its length"}, false);
-  if (cur_.stash) {
-    std::memcpy(cur_.payload.data() + cur_.got, data, bytes);
-  } else if (cur_.request != nullptr && cur_.rejected.ok()) {
-    if (cur_.dst != nullptr)
-      std::memcpy(cur_.dst + cur_.got, data, bytes);
-    else
-      cur_.request->on_piece(cur_.got, data, bytes);
-  }
-  cur_.got += bytes;
-  if (cur_.got == cur_.header.length) finish_frame();
-}
-
-void RdmaLink::finish_frame() {
-  Incoming f = std::move(cur_);
-  cur_ = Incoming();
-  const auto kind = static_cast<FrameKind>(f.header.kind);
-  if (kind == FrameKind::abort) {
-    std::string reason(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
-    observer_->on_remote_abort(params_.peer, f.header.comm_id, f.header.op_seq, reason);
-    return;
-  }
-  if (kind == FrameKind::close) {
-    return fail(
-        {HCOMM_ERR_ABORTED, "rank " + std::to_string(params_.peer) + " closed its communicator"},
-        true);
-  }
-  if (kind != FrameKind::data) return;
-  if (f.stash) {
-    // The receive may have been posted while the payload was being copied aside.
-    if (RecvRequest* r = posted_.take(MatchKey::of(f.header)))
-      return unexpected_.deliver(r, f.header, std::move(f.payload));
-    return unexpected_.store(f.header, std::move(f.payload));
-  }
-  if (f.request != nullptr) f.request->on_received(f.rejected);
 }
 
 void RdmaLink::post_recv(RecvRequest* request) {
@@ -753,12 +696,7 @@ void RdmaLink::fail(const Status& status, bool graceful) {
     if (o.request != nullptr && !o.notified) o.request->on_sent(send_status);
   auto posted = posted_.take_all();
   if (!graceful) unexpected_.clear();
-  if (cur_.active && cur_.request != nullptr) {
-    RecvRequest* r = cur_.request;
-    cur_ = Incoming();
-    r->on_received(status);
-  }
-  cur_ = Incoming();
+  if (frames_) frames_->fail(status);
   for (RecvRequest* request : posted) request->on_received(status);
   if (was_up && !closing_) observer_->on_link_failed(params_.peer, status, graceful);
 }

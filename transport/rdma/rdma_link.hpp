@@ -29,9 +29,12 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "transport/frame_assembler.hpp"
+#include "transport/frame_stamp.hpp"
 #include "transport/link.hpp"
 #include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
@@ -52,8 +55,6 @@ struct RdmaLinkParams {
   int retry_cnt = 6;
   int traffic_class = 0;
   BufferMode buffers = BufferMode::zero_copy;
-  /// Counts the payload bytes of data frames sent to the peer (not owned; may be null).
-  std::atomic<uint64_t>* bytes_sent = nullptr;
 };
 
 /// What the peer needs to connect to this side: published at the rendezvous.
@@ -128,17 +129,6 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
     Outgoing* frame = nullptr;
     std::byte* header = nullptr;  // 128 registered bytes for headers
   };
-  struct Incoming {
-    bool active = false;
-    bool drop = false;
-    bool stash = false;
-    FrameHeader header;
-    size_t got = 0;
-    RecvRequest* request = nullptr;
-    std::byte* dst = nullptr;
-    Status rejected;
-    Payload payload;
-  };
   struct Held {
     int slot = 0;
     uint32_t bytes = 0;
@@ -166,9 +156,6 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   void on_send_done(uint64_t context, bool ok);
   void on_receive(int slot, uint32_t bytes);
   void process(int slot, uint32_t bytes);
-  void begin_frame(const FrameHeader& header);
-  void deliver_piece(const std::byte* data, size_t bytes);
-  void finish_frame();
   void frame_sent(Outgoing& o);
   void maybe_retire(std::list<Outgoing>::iterator it);
   void fail(const Status& status, bool graceful);
@@ -202,10 +189,10 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   std::map<uint32_t, Held> held_;  // out-of-sequence messages (striping)
   std::list<Outgoing> sendq_;      // not fully posted first, in order; then waiting completion
   std::list<Outgoing>::iterator next_to_post_;
-  Incoming cur_;
   PostedReceives posted_;
   UnexpectedFrames unexpected_;
-  uint64_t next_link_seq_ = 1;
+  std::optional<FrameAssembler> frames_;  // from start(), which names the observer
+  FrameStamp stamp_;
   uint64_t staged_ = 0;
   uint64_t zero_copy_ = 0;
   bool up_ = false;

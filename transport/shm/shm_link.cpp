@@ -35,7 +35,11 @@ std::string bell_name(uint64_t uid, int from, int to) {
 
 ShmLink::ShmLink(ProgressEngine& engine, ShmLinkParams params, LinkObserver& observer,
                  UpCallback on_up)
-    : engine_(engine), params_(params), observer_(observer), on_up_(std::move(on_up)) {
+    : engine_(engine),
+      params_(params),
+      observer_(observer),
+      on_up_(std::move(on_up)),
+      stamp_{params.my_rank, params.bytes_sent} {
   const int lo = std::min(params_.my_rank, params_.peer);
   const int hi = std::max(params_.my_rank, params_.peer);
   segment_name_ = LinkSegment::name_for(params_.comm_uid, lo, hi);
@@ -146,14 +150,7 @@ void ShmLink::check_peer_alive() {
 // ---- sending
 
 void ShmLink::post_send(SendRequest* request) {
-  const bool data = request->header.kind == static_cast<uint8_t>(FrameKind::data);
-  if (params_.bytes_sent != nullptr && data)
-    params_.bytes_sent->fetch_add(request->header.length, std::memory_order_relaxed);
-  // After the peer's goodbye frames to it count as delivered (as on TCP): it completed its part
-  // of every operation before leaving.
-  if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
-  request->header.link_seq = next_link_seq_++;
-  request->header.src_rank = params_.my_rank;
+  if (!stamp_.admit(request, error_, peer_closed_)) return;
   Outgoing& o = sendq_.emplace_back();
   o.header = request->header;
   o.payload = static_cast<const std::byte*>(request->payload);
@@ -168,9 +165,8 @@ void ShmLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& r
   o.header.kind = static_cast<uint8_t>(FrameKind::abort);
   o.header.comm_id = comm_id;
   o.header.op_seq = op_seq;
-  o.header.src_rank = params_.my_rank;
   o.header.length = o.owned.size();
-  o.header.link_seq = next_link_seq_++;
+  stamp_.stamp(o.header);
   pump_sends();
 }
 

@@ -20,6 +20,7 @@
 #include <functional>
 #include <string>
 
+#include "transport/frame_stamp.hpp"
 #include "transport/link.hpp"
 #include "transport/payload.hpp"
 #include "transport/posted_receives.hpp"
@@ -131,7 +132,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   uint64_t out_head_seen_ = 0;
   uint64_t in_head_ = 0;
   uint64_t in_tail_seen_ = 0;
-  uint64_t next_link_seq_ = 1;
+  FrameStamp stamp_;
   std::deque<Outgoing> sendq_;
   Incoming cur_;
   PostedReceives posted_;

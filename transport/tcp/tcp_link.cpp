@@ -29,7 +29,11 @@ class OwnedFrame final : public SendRequest {
 
 TcpLink::TcpLink(ProgressEngine& engine, TcpLinkParams params, LinkObserver& observer,
                  UpCallback on_up)
-    : engine_(engine), params_(std::move(params)), observer_(observer), on_up_(std::move(on_up)) {
+    : engine_(engine),
+      params_(std::move(params)),
+      observer_(observer),
+      on_up_(std::move(on_up)),
+      stamp_{params_.my_rank, params_.bytes_sent} {
   name_ = "tcp " + params_.peer_endpoint + " (rank " + std::to_string(params_.peer) + ")";
   streams_.resize(static_cast<size_t>(params_.num_streams));
 }
@@ -159,12 +163,7 @@ void TcpLink::fail(const Status& status, bool notify) {
 }
 
 void TcpLink::post_send(SendRequest* request) {
-  if (params_.bytes_sent != nullptr &&
-      request->header.kind == static_cast<uint8_t>(FrameKind::data))
-    params_.bytes_sent->fetch_add(request->header.length, std::memory_order_relaxed);
-  if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
-  request->header.link_seq = next_link_seq_++;
-  request->header.src_rank = params_.my_rank;
+  if (!stamp_.admit(request, error_, peer_closed_)) return;
   // Stripe: the least loaded stream takes the frame (round robin among equals).
   TcpStream* best = nullptr;
   for (size_t i = 0; i < streams_.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/frame_stamp.hpp"
 #include "transport/link.hpp"
 #include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
@@ -91,7 +92,7 @@ class TcpLink final : public Link, public StreamOwner {
   bool peer_closed_ = false;  // the peer said goodbye before its connection ended
   Status error_;
   ProgressEngine::TimerId deadline_timer_ = 0;
-  uint64_t next_link_seq_ = 1;
+  FrameStamp stamp_;
   size_t next_stream_ = 0;
   PostedReceives posted_;
   UnexpectedFrames unexpected_;
