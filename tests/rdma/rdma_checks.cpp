@@ -9,7 +9,8 @@
 //   rdma_checks comm             (every rank of a world, HCOMM_TRANSPORT=rdma) links are rdma;
 //                                100 allreduces on the same aligned buffers hit the cache >= 99%;
 //                                unaligned buffers go through staging (no registration) and
-//                                register_memory() makes them zero-copy; every result checked
+//                                register_memory() makes them zero-copy; a frame sent just
+//                                before the peer left is still received; every result checked
 // Prints "PASS ..." / "FAIL ..." lines; exit 0 when everything passed.
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -236,6 +237,22 @@ int check_comm() {
         me + ": deregistering twice is refused");
   std::free(send);
   std::free(recv);
+
+  // A frame that arrived before its sender destroyed its communicator is still delivered.
+  std::vector<int32_t> last(1000);
+  if (comm.rank() == 1) {
+    for (size_t i = 0; i < last.size(); ++i) last[i] = static_cast<int32_t>(3 * i + 1);
+    st = comm.send(last.data(), last.size(), hcomm::DataType::int32, 0, 42);
+    check(st.ok(), me + ": send, then leave", st.to_string());
+  } else if (comm.rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 has left by now
+    st = comm.recv(last.data(), last.size(), hcomm::DataType::int32, 1, 42);
+    bool right = st.ok();
+    for (size_t i = 0; right && i < last.size(); ++i)
+      right = last[i] == static_cast<int32_t>(3 * i + 1);
+    check(right, me + ": a frame sent before the peer destroyed its communicator is received",
+          st.to_string());
+  }
   return failures == 0 ? 0 : 1;
 }
 

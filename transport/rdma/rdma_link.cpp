@@ -664,8 +664,10 @@ void RdmaLink::process(int slot, uint32_t bytes) {
 }
 
 void RdmaLink::post_recv(RecvRequest* request) {
-  if (!error_.ok()) return request->on_received(error_);
+  // Frames that arrived before the link ended are still delivered (a peer may send and then
+  // destroy its communicator before this rank posts the matching receive).
   if (unexpected_.deliver_stored(request)) return;
+  if (!error_.ok()) return request->on_received(error_);
   posted_.post(request);
 }
 
