@@ -1,6 +1,7 @@
 #include "collectives/schedule_executor.hpp"
 
 #include <cstring>
+#include <tuple>
 
 #include "collectives/reduce_kernels.hpp"
 #include "log/log.hpp"
@@ -38,6 +39,8 @@ struct ScheduleExecutor::Run {
   std::deque<SendIo> sends;
   std::deque<RecvIo> recvs;
   std::vector<std::pair<int, RecvIo*>> posted;  // for withdrawal on failure
+  size_t send_bytes = 0;  // the application's buffers (Operation::buffer_bytes), for the links
+  size_t recv_bytes = 0;
 };
 
 namespace {
@@ -67,6 +70,7 @@ void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
   r.op = std::move(op);
   r.schedule = std::move(schedule);
   r.remaining = r.schedule.steps().size();
+  std::tie(r.send_bytes, r.recv_bytes) = r.op->buffer_bytes(size_);
   for (const auto& st : r.schedule.steps()) r.waits.push_back(st.waits);
   const uint64_t seq = r.op->seq;
   r.id = next_run_id_++;
@@ -135,16 +139,15 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
       h.op_bytes = run.op->agreed_bytes();
       io.payload = st.src;
       // The application buffer the payload lies in (none: hcomm's scratch memory).
-      const auto [send_bytes, recv_bytes] = run.op->buffer_bytes(size_);
       auto inside = [&](const std::byte* base, size_t bytes) {
         return base != nullptr && st.src >= base && st.src + st.bytes <= base + bytes;
       };
-      if (inside(run.op->send, send_bytes)) {
+      if (inside(run.op->send, run.send_bytes)) {
         io.buffer = run.op->send;
-        io.buffer_bytes = send_bytes;
-      } else if (inside(run.op->recv, recv_bytes)) {
+        io.buffer_bytes = run.send_bytes;
+      } else if (inside(run.op->recv, run.recv_bytes)) {
         io.buffer = run.op->recv;
-        io.buffer_bytes = recv_bytes;
+        io.buffer_bytes = run.recv_bytes;
       }
       ++run.in_flight;
       links_[static_cast<size_t>(st.peer)]->post_send(&io);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The RDMA tests, run inside the soft-RoCE guest by rdma_tests.sh: every check prints PASS/FAIL
-# and this script exits non-zero if any failed. Rank r of a 2-rank world uses rxe<r>, so the two
+# The RDMA tests, run inside the soft-RoCE guest by the ctest rdma_tests (vm_test.sh): every
+# check prints PASS/FAIL and this script exits non-zero if any failed. Rank r of a 2-rank world uses rxe<r>, so the two
 # ranks talk RoCEv2 across the guest's veth pair (HCOMM_TRANSPORT=rdma: they share a host, which
 # would otherwise pick shared memory).
 # Usage: in_guest.sh BUILD_DIR

@@ -1,4 +1,4 @@
-// Checks that need a real RDMA device (run inside the soft-RoCE guest, see rdma_tests.sh).
+// Checks that need a real RDMA device (run inside the soft-RoCE guest, the ctest rdma_tests).
 //
 //   rdma_checks cache DEVICE     registration cache on DEVICE with ibv_reg_mr: miss, hit,
 //                                sub-range hit, LRU eviction under a budget, explicit

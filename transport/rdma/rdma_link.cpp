@@ -351,7 +351,8 @@ int RdmaLink::take_staging() {
   return s;
 }
 
-bool RdmaLink::post_message(Outgoing& o) {
+bool RdmaLink::post_message(std::list<Outgoing>::iterator frame) {
+  Outgoing& o = *frame;
   const bool first = !o.header_posted;
   const size_t piece = std::min(first ? kFirstPiece : kLaterPiece, o.header.length - o.posted);
   const size_t head = kMessageHeaderBytes + (first ? sizeof(FrameHeader) : 0);
@@ -370,7 +371,7 @@ bool RdmaLink::post_message(Outgoing& o) {
   SendContext& ctx = contexts_[static_cast<size_t>(c)];
   ctx.qp = q;
   ctx.staging = staging;
-  ctx.frame = &o;
+  ctx.frame = frame;
 
   MessageHeader mh;
   mh.seq = next_send_seq_++;
@@ -412,7 +413,7 @@ bool RdmaLink::post_message(Outgoing& o) {
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED | (in_line ? IBV_SEND_INLINE : 0);
   if (int err = ibv_post_send(qps_[static_cast<size_t>(q)], &wr, &bad)) {
-    ctx.frame = nullptr;
+    ctx.frame.reset();
     free_contexts_.push_back(c);
     if (staging >= 0) free_staging_.push_back(staging);
     fail({HCOMM_ERR_TRANSPORT, name_ + ": " + errno_text("ibv_post_send", err)}, false);
@@ -435,7 +436,7 @@ bool RdmaLink::post_credits(int qp) {
   SendContext& ctx = contexts_[static_cast<size_t>(c)];
   ctx.qp = qp;
   ctx.staging = -1;
-  ctx.frame = nullptr;
+  ctx.frame.reset();
   MessageHeader mh;
   mh.seq = next_send_seq_++;
   mh.credits = static_cast<uint16_t>(owed_[static_cast<size_t>(qp)]);
@@ -468,7 +469,7 @@ bool RdmaLink::pump_sends() {
   while (next_to_post_ != sendq_.end()) {
     Outgoing& o = *next_to_post_;
     while (error_.ok() && (!o.header_posted || o.posted < o.header.length)) {
-      if (!post_message(o)) break;
+      if (!post_message(next_to_post_)) break;
       worked = true;
     }
     if (!error_.ok() || !o.header_posted || o.posted < o.header.length) break;
@@ -543,11 +544,10 @@ void RdmaLink::on_send_done(uint64_t context, bool ok) {
   if (ctx.staging >= 0) free_staging_.push_back(ctx.staging);
   ctx.staging = -1;
   free_contexts_.push_back(static_cast<int>(context));
-  Outgoing* o = std::exchange(ctx.frame, nullptr);
-  if (o == nullptr || !ok) return;
-  --o->outstanding;
-  for (auto it = sendq_.begin(); it != sendq_.end(); ++it)
-    if (&*it == o) return maybe_retire(it);
+  auto frame = std::exchange(ctx.frame, std::nullopt);
+  if (!frame || !ok) return;
+  --(*frame)->outstanding;
+  maybe_retire(*frame);
 }
 
 bool RdmaLink::poll() {
@@ -689,7 +689,7 @@ void RdmaLink::fail(const Status& status, bool graceful) {
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp, &attr, IBV_QP_STATE);
   }
-  for (auto& ctx : contexts_) ctx.frame = nullptr;
+  for (auto& ctx : contexts_) ctx.frame.reset();
   const Status send_status = graceful ? Status{} : status;
   auto queued = std::move(sendq_);
   sendq_.clear();

@@ -126,7 +126,9 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   struct SendContext {
     int qp = 0;
     int staging = -1;  // staging slot index, -1: none
-    Outgoing* frame = nullptr;
+    /// The frame this message belongs to (a credit-only message: none), found again at once when
+    /// the message completes.
+    std::optional<std::list<Outgoing>::iterator> frame;
     std::byte* header = nullptr;  // 128 registered bytes for headers
   };
   struct Held {
@@ -148,7 +150,7 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   Status post_receive_slot(int slot);
   bool pump_sends();
   /// Posts the next message of `o` on a queue pair that has credit; false when none has.
-  bool post_message(Outgoing& o);
+  bool post_message(std::list<Outgoing>::iterator frame);
   bool post_credits(int qp);
   int pick_qp(bool credit_only);
   int take_staging();
