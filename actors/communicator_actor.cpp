@@ -18,6 +18,7 @@
 #include "actors/communicator_control.hpp"
 #include "actors/data_plane.hpp"
 #include "actors/messages.hpp"
+#include "actors/mr_cache_actor.hpp"
 #include "actors/runtime.hpp"
 #include "log/log.hpp"
 #include "topology/host_identity.hpp"
@@ -261,6 +262,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   auto opened = open_protocols(cfg, runtime->engine(), pctx, &rdma_unavailable);
   if (!opened.ok()) return opened.status();
   std::vector<OpenedProtocol>& protocols = opened.value();
+  attach_mr_caches(*runtime);  // the RDMA devices just opened get their cache's actor
 
   // The host key goes first and the "addr" key (its least preferred protocol's address) last: a
   // rank whose address is published has published the rest too.

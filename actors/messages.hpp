@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hcomm::actors {
 
@@ -23,6 +24,9 @@ using peer_fail_atom = caf::atom_constant<caf::atom("peer_fail")>;
 using link_up_atom = caf::atom_constant<caf::atom("link_up")>;
 using link_fail_atom = caf::atom_constant<caf::atom("link_fail")>;
 using link_down_atom = caf::atom_constant<caf::atom("link_down")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using deregister_atom = caf::atom_constant<caf::atom("deregister")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
 
 /// One per communicator.
 using communicator_actor = caf::typed_actor<
@@ -43,5 +47,17 @@ using connection_manager_actor = caf::typed_actor<
     caf::reacts_to<link_fail_atom, std::string>,
     /// From the progress engine: the established link failed (reason).
     caf::reacts_to<link_down_atom, std::string>>;
+
+/// One per RDMA device of the process: the control side of the device's registration cache
+/// (transport/rdma/mr_cache.hpp) — the application's explicit registrations and the statistics.
+/// Links look the cache up themselves (a lookup per large send cannot take a mailbox hop).
+/// Replies carry a status code and its message.
+using mr_cache_actor = caf::typed_actor<
+    /// hcomm::register_memory: [address, address + bytes) stays registered until deregistered.
+    caf::replies_to<register_atom, uint64_t, uint64_t>::with<int32_t, std::string>,
+    /// hcomm::deregister_memory (the address and size that were registered).
+    caf::replies_to<deregister_atom, uint64_t, uint64_t>::with<int32_t, std::string>,
+    /// hits, misses, evictions, invalidations, pinned bytes, entries.
+    caf::replies_to<stats_atom>::with<std::vector<uint64_t>>>;
 
 }  // namespace hcomm::actors

@@ -1,7 +1,9 @@
 #include "actors/runtime.hpp"
 
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
 
 #include "actors/bootstrap/store_server.hpp"
 #include "log/log.hpp"
@@ -14,14 +16,37 @@ struct Runtime::SystemHolder {
   std::unique_ptr<caf::actor_system> system;
 };
 
+namespace {
+std::mutex current_mutex;
+std::weak_ptr<Runtime> current_runtime;
+}  // namespace
+
 std::shared_ptr<Runtime> Runtime::acquire(const Config& cfg) {
-  static std::mutex mutex;
-  static std::weak_ptr<Runtime> current;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto rt = current.lock()) return rt;
+  std::lock_guard<std::mutex> lock(current_mutex);
+  if (auto rt = current_runtime.lock()) return rt;
   std::shared_ptr<Runtime> rt(new Runtime(cfg));
-  current = rt;
+  current_runtime = rt;
   return rt;
+}
+
+std::shared_ptr<Runtime> Runtime::current() {
+  std::lock_guard<std::mutex> lock(current_mutex);
+  return current_runtime.lock();
+}
+
+void Runtime::ensure_process_actor(const std::string& name,
+                                   const std::function<caf::actor()>& spawn) {
+  std::lock_guard<std::mutex> lock(actors_mutex_);
+  auto& slot = process_actors_[name];
+  if (!slot) slot = std::make_unique<caf::actor>(spawn());
+}
+
+std::vector<caf::actor> Runtime::process_actors(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(actors_mutex_);
+  std::vector<caf::actor> out;
+  for (auto& [name, actor] : process_actors_)
+    if (name.compare(0, prefix.size(), prefix) == 0) out.push_back(*actor);
+  return out;
 }
 
 Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) {
@@ -42,6 +67,12 @@ Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) 
 
 Runtime::~Runtime() {
   store_.reset();
+  {
+    std::lock_guard<std::mutex> lock(actors_mutex_);
+    for (auto& [name, actor] : process_actors_)
+      caf::anon_send_exit(*actor, caf::exit_reason::user_shutdown);
+    process_actors_.clear();
+  }
   // Actors first (they may post to the engine), then the engine.
   holder_->system.reset();
   engine_.reset();

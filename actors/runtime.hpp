@@ -4,16 +4,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
 
 namespace caf {
+class actor;
 class actor_system;
-}
+}  // namespace caf
 
 namespace hcomm::boot {
 class StoreServer;
@@ -28,6 +32,8 @@ namespace hcomm::actors {
 class Runtime {
  public:
   static std::shared_ptr<Runtime> acquire(const Config& cfg);
+  /// The process' runtime if a communicator exists, else null.
+  static std::shared_ptr<Runtime> current();
   ~Runtime();
 
   caf::actor_system& system() { return *system_; }
@@ -36,6 +42,12 @@ class Runtime {
   Status host_store(const std::string& host, uint16_t port);
   /// Communicators are numbered in creation order, the same on every rank.
   uint64_t next_generation() { return generation_++; }
+  /// Actors of the whole process by name (the mr_cache actor of each RDMA device): they live as
+  /// long as the runtime and are stopped before its actor system.
+  /// Spawns the actor `name` with `spawn` unless it exists.
+  void ensure_process_actor(const std::string& name, const std::function<caf::actor()>& spawn);
+  /// The actors whose names start with `prefix`.
+  std::vector<caf::actor> process_actors(const std::string& prefix);
 
  private:
   explicit Runtime(const Config& cfg);
@@ -46,6 +58,8 @@ class Runtime {
   std::unique_ptr<boot::StoreServer> store_;
   std::mutex store_mutex_;
   uint64_t generation_ = 0;
+  std::mutex actors_mutex_;
+  std::map<std::string, std::unique_ptr<caf::actor>> process_actors_;
 };
 
 }  // namespace hcomm::actors

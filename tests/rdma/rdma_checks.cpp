@@ -188,6 +188,11 @@ int check_comm() {
     check(false, "configuration", cfg.status().to_string());
     return 1;
   }
+  // Registered before any communicator (or device) exists: applies once the device opens.
+  const size_t early_count = 64 * 1024;
+  auto* early_block = static_cast<char*>(page_alloc(early_count * 4 + 4096));
+  auto* early = reinterpret_cast<float*>(early_block + 16);
+  hcomm::Status early_st = hcomm::register_memory(early, early_count * 4);
   auto created = hcomm::Communicator::create(cfg.value());
   if (!created.ok()) {
     check(false, "communicator over rdma", created.status().to_string());
@@ -199,6 +204,19 @@ int check_comm() {
     if (r.rank != comm.rank())
       check(r.transport == "rdma", me + ": link to rank " + std::to_string(r.rank) + " is rdma",
             r.transport);
+
+  check(early_st.ok(), me + ": register_memory before the communicator", early_st.to_string());
+  {
+    std::vector<float> out(early_count);
+    auto before = hcomm::memory_registration_stats();
+    const bool right = allreduce_ok(comm, early, out.data(), early_count, 3);
+    auto after = hcomm::memory_registration_stats();
+    check(right && after.hits > before.hits,
+          me + ": a buffer registered before the device opened is sent in place",
+          std::to_string(after.hits - before.hits) + " hits");
+    check(hcomm::deregister_memory(early, early_count * 4).ok(), me + ": deregister it");
+  }
+  std::free(early_block);
 
   const size_t count = 256 * 1024;  // 1 MiB of floats
   auto* send = static_cast<float*>(page_alloc(count * 4 + 4096));

@@ -67,11 +67,6 @@ std::map<std::string, std::weak_ptr<RdmaDevice>>& devices() {
   static std::map<std::string, std::weak_ptr<RdmaDevice>> d;
   return d;
 }
-/// register_memory() ranges by address: size.
-std::map<const void*, size_t>& explicit_ranges() {
-  static std::map<const void*, size_t> r;
-  return r;
-}
 
 Status no_device(const std::string& what) {
   return {HCOMM_ERR_NO_DEVICE,
@@ -184,10 +179,6 @@ Expected<std::shared_ptr<RdmaDevice>> RdmaDevice::open(const std::string& name, 
                        std::to_string(count) + " RDMA device(s)");
     return no_device("no usable RDMA device:" + seen);
   }
-  for (auto& [addr, bytes] : explicit_ranges()) {
-    Status st = found->cache_->register_explicit(addr, bytes);
-    if (!st.ok()) return st;
-  }
   HCOMM_LOG(info, log::kNet, "rdma: opened %s", found->describe().c_str());
   devices()[key] = found;
   return found;
@@ -199,41 +190,6 @@ std::vector<std::shared_ptr<RdmaDevice>> RdmaDevice::opened() {
   for (auto& [key, weak] : devices())
     if (auto d = weak.lock()) out.push_back(std::move(d));
   return out;
-}
-
-Status register_everywhere(const void* addr, size_t bytes) {
-  if (addr == nullptr || bytes == 0)
-    return {HCOMM_ERR_INVALID_ARG, "register_memory: a null pointer or an empty range"};
-  std::vector<std::shared_ptr<RdmaDevice>> done;
-  for (auto& device : RdmaDevice::opened()) {
-    Status st = device->mr_cache().register_explicit(addr, bytes);
-    if (!st.ok()) {
-      for (auto& d : done) d->mr_cache().deregister_explicit(addr, bytes);
-      return st;
-    }
-    done.push_back(device);
-  }
-  std::lock_guard<std::mutex> lock(devices_mutex());
-  explicit_ranges()[addr] = bytes;
-  return {};
-}
-
-Status deregister_everywhere(const void* addr, size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(devices_mutex());
-    auto it = explicit_ranges().find(addr);
-    if (it == explicit_ranges().end() || it->second != bytes)
-      return {HCOMM_ERR_INVALID_ARG,
-              "deregister_memory: no register_memory() of " + std::to_string(bytes) +
-                  " bytes at this address: pass the pointer and size that were registered"};
-    explicit_ranges().erase(it);
-  }
-  Status first;
-  for (auto& device : RdmaDevice::opened()) {
-    Status st = device->mr_cache().deregister_explicit(addr, bytes);
-    if (first.ok() && !st.ok()) first = st;
-  }
-  return first;
 }
 
 RdmaDevice::~RdmaDevice() {

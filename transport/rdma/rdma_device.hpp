@@ -22,7 +22,7 @@ class RdmaDevice {
   /// opened. HCOMM_ERR_NO_DEVICE says what is missing and what to check.
   static Expected<std::shared_ptr<RdmaDevice>> open(const std::string& name, int gid_index,
                                                     size_t pin_budget);
-  /// Devices of this process already opened (for statistics and explicit registrations).
+  /// Devices of this process already opened (each gets an mr_cache actor).
   static std::vector<std::shared_ptr<RdmaDevice>> opened();
 
   ~RdmaDevice();
@@ -60,11 +60,6 @@ class RdmaDevice {
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<MrCache> cache_;
 };
-
-/// The application's registrations (hcomm::register_memory): kept for the devices opened later
-/// and applied to every device opened now.
-Status register_everywhere(const void* addr, size_t bytes);
-Status deregister_everywhere(const void* addr, size_t bytes);
 
 /// "::ffff:198.18.0.1" (hex-free text of a GID).
 std::string gid_text(const ibv_gid& gid);
