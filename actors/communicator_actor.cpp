@@ -31,9 +31,12 @@ namespace hcomm::actors {
 // ---------------------------------------------------------------------------------------------
 // communicator actor
 
+// The actors hold the data plane weakly: CommunicatorControl owns it and destroys it on the engine
+// thread, where its links live; a last reference dropped by an actor would destroy it on a CAF
+// worker instead.
 struct CommunicatorState {
   std::shared_ptr<Runtime> runtime;
-  std::shared_ptr<DataPlane> plane;
+  std::weak_ptr<DataPlane> plane;
   int rank = 0;
   int size = 1;
   std::shared_ptr<detail::Completion> ready;  // completed when every peer is up (or one failed)
@@ -43,7 +46,7 @@ struct CommunicatorState {
 
 struct ManagerState {
   std::shared_ptr<Runtime> runtime;
-  std::shared_ptr<DataPlane> plane;
+  std::weak_ptr<DataPlane> plane;
   int peer = -1;
   std::string endpoint;
   transport::ProgressEngine::Clock::time_point deadline;
@@ -63,7 +66,9 @@ connection_manager_actor::behavior_type connection_manager(
         int peer = st.peer;
         auto deadline = st.deadline;
         st.runtime->engine().post([plane, peer, deadline, me] {
-          plane->connect_peer(
+          auto live = plane.lock();
+          if (!live) return;  // the communicator is gone
+          live->connect_peer(
               peer, deadline,
               [me, peer](const Status& s) {
                 if (s.ok())
@@ -411,7 +416,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
 
   auto state = std::make_unique<State>();
   state->runtime = runtime;
-  state->plane = plane;
+  state->plane = std::move(plane);  // the only owner (see CommunicatorState)
   state->actor = actor;
   state->local_ranks = ranks_here;
   state->places = std::move(places);
@@ -434,8 +439,8 @@ CommunicatorControl::~CommunicatorControl() {
   caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
   auto closed = std::make_shared<std::promise<void>>();
   auto future = closed->get_future();
-  auto plane = state_->plane;
-  state_->runtime->engine().post([plane, closed] {
+  // No copy of the plane stays on this thread: the last one goes on the engine thread below.
+  state_->runtime->engine().post([plane = state_->plane, closed] {
     plane->close(std::chrono::milliseconds(2000), [closed] { closed->set_value(); });
   });
   future.wait_for(std::chrono::seconds(5));
