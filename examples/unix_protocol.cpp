@@ -14,10 +14,8 @@
 
 #include "unix_protocol.hpp"
 
-// At program start, before any communicator exists. The macro names a variable after the class,
-// so it takes the class's unqualified name.
-using example::UnixSocketProtocol;
-HCOMM_REGISTER_PROTOCOL("unix", UnixSocketProtocol);
+// At program start, before any communicator exists.
+HCOMM_REGISTER_PROTOCOL("unix", example::UnixSocketProtocol);
 
 namespace {
 

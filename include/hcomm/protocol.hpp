@@ -66,8 +66,10 @@ class Connection {
   /// The next whole message, std::nullopt when none is ready. Never blocks. An error (or
   /// HCOMM_ERR_PEER_LOST when the peer closed) fails the link.
   virtual Expected<std::optional<std::vector<std::byte>>> receive() = 0;
-  /// A file descriptor that becomes readable when receive() may return a message; -1 makes hcomm
-  /// call receive() on every round of its progress engine.
+  /// A file descriptor that becomes readable when receive() may return a message: each time it
+  /// is, hcomm calls receive() until it returns std::nullopt (so an edge need not be re-armed
+  /// for messages already buffered). -1 makes hcomm call receive() on every round of its
+  /// progress engine.
   virtual int event_fd() const { return -1; }
 };
 
@@ -104,8 +106,12 @@ Expected<ProtocolCaps> protocol_caps(const std::string& name);
 
 }  // namespace hcomm
 
-/// Registers `Class` (default-constructible, derived from hcomm::Protocol) as `name` when the
-/// program starts.
-#define HCOMM_REGISTER_PROTOCOL(name, Class)                                        \
-  static const bool hcomm_protocol_registered_##Class = ::hcomm::register_protocol( \
+/// Registers `Class` (default-constructible, derived from hcomm::Protocol; a qualified name is
+/// fine) as `name` when the program starts.
+#define HCOMM_REGISTER_PROTOCOL(name, Class) \
+  HCOMM_REGISTER_PROTOCOL_AS(name, Class, HCOMM_PROTOCOL_CONCAT(hcomm_protocol_, __COUNTER__))
+#define HCOMM_PROTOCOL_CONCAT(a, b) HCOMM_PROTOCOL_CONCAT2(a, b)
+#define HCOMM_PROTOCOL_CONCAT2(a, b) a##b
+#define HCOMM_REGISTER_PROTOCOL_AS(name, Class, variable)                   \
+  static const bool variable [[maybe_unused]] = ::hcomm::register_protocol( \
       name, [] { return std::unique_ptr<::hcomm::Protocol>(new Class()); })
