@@ -113,6 +113,9 @@ echo "netns_hosts: (a) transports per pair (expected shm within a namespace, tcp
 timeout 30 "$run" -n 4 --timeout 25 "$dir/rank.sh" nsenter "$probe" > "$dir/probe.log" 2>&1 \
   || { cat "$dir/probe.log"; fail "transport_probe failed"; }
 check_probe "$dir/probe.log" || { cat "$dir/probe.log"; fail "wrong transports or host names"; }
+# This host has no RDMA: every rank says once that it uses TCP to the other host.
+[ "$(grep -c 'NET WARN: no RDMA, using TCP to other hosts' "$dir/probe.log")" -eq 4 ] \
+  || { cat "$dir/probe.log"; fail "expected one 'no RDMA, using TCP' line per rank"; }
 
 echo "netns_hosts: (a) hcomm-info groups the ranks by namespace"
 timeout 30 "$run" -n 4 --timeout 25 "$dir/rank.sh" nsenter "$info" > "$dir/info.log" 2>&1 \
