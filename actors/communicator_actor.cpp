@@ -1,5 +1,6 @@
-// The communicator actor, the connection-manager actors, and the creation sequence that starts
-// them. The one translation unit (with runtime.cpp) that includes CAF's heavy headers.
+// The communicator actor, the connection-manager actors, the link supervisor actor, and the
+// creation sequence that starts them. The one translation unit (with runtime.cpp and
+// mr_cache_actor.cpp) that includes CAF's heavy headers.
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
@@ -25,6 +26,7 @@
 #include "transport/link_protocol.hpp"
 #include "transport/protocol_registry.hpp"
 #include "transport/shm/slot_board.hpp"
+#include "transport/tcp/tcp_protocol.hpp"
 
 namespace hcomm::actors {
 
@@ -133,6 +135,66 @@ communicator_actor::behavior_type communicator(
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// link supervisor actor
+
+struct SupervisorState {
+  std::shared_ptr<Runtime> runtime;
+  std::weak_ptr<DataPlane> plane;
+  std::map<int, failover::LinkSupervisor> peers;
+};
+
+/// Carries out what a peer's LinkSupervisor decided: commands go to the engine, timers come back
+/// here as messages.
+void carry_out(link_supervisor_actor::stateful_pointer<SupervisorState> self, int peer,
+               failover::LinkSupervisor::Output out) {
+  auto& st = self->state;
+  const auto now = failover::LinkSupervisor::Clock::now();
+  for (const auto& t : out.timers) {
+    const auto delay = std::max(std::chrono::nanoseconds(0), t.when - now);
+    self->delayed_send(self, delay, timer_atom::value, static_cast<int32_t>(peer), t.token);
+  }
+  if (out.pinned) {
+    HCOMM_LOG(warn, log::kNet,
+              "rank %d: too many failovers (HCOMM_FAILOVER_LIMIT): traffic stays on tcp-fallback "
+              "and the primary is no longer reconnected",
+              peer);
+    if (auto plane = st.plane.lock()) {
+      LinkEvent e;
+      e.peer = peer;
+      e.kind = LinkEvent::Kind::pinned;
+      e.from = "";
+      e.to = "tcp-fallback";
+      e.reason = "more failovers than HCOMM_FAILOVER_LIMIT allows";
+      plane->recorder().record(std::move(e));
+    }
+  }
+  for (auto& c : out.commands) {
+    st.runtime->engine().post([plane = st.plane, peer, c] {
+      if (auto live = plane.lock()) live->command(peer, c);
+    });
+  }
+}
+
+link_supervisor_actor::behavior_type link_supervisor(
+    link_supervisor_actor::stateful_pointer<SupervisorState> self, SupervisorState init,
+    std::map<int, failover::LinkSupervisor::Params> peers) {
+  self->state = std::move(init);
+  for (auto& [peer, params] : peers) self->state.peers.emplace(peer, params);
+  return {
+      [=](channel_atom, const failover::ChannelEvent& e) {
+        auto it = self->state.peers.find(e.peer);
+        if (it == self->state.peers.end()) return;
+        carry_out(self, e.peer, it->second.on_event(e, failover::LinkSupervisor::Clock::now()));
+      },
+      [=](timer_atom, int32_t peer, uint64_t token) {
+        auto it = self->state.peers.find(peer);
+        if (it == self->state.peers.end()) return;
+        carry_out(self, peer, it->second.on_timer(token, failover::LinkSupervisor::Clock::now()));
+      },
+  };
+}
+
 struct OpenedProtocol {
   std::string name;
   std::unique_ptr<Protocol> protocol;
@@ -213,6 +275,8 @@ struct CommunicatorControl::State {
   std::shared_ptr<Runtime> runtime;
   std::shared_ptr<DataPlane> plane;
   communicator_actor actor;
+  link_supervisor_actor supervisor;  // none without failover
+  int rank = 0;
   int local_ranks = 0;
   std::vector<RankPlace> places;
   std::vector<std::string> transports;
@@ -269,12 +333,38 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   std::vector<OpenedProtocol>& protocols = opened.value();
   attach_mr_caches(*runtime);  // the RDMA devices just opened get their cache's actor
 
+  // Failover: a TCP listener of its own for the fallback links, on HCOMM_FALLBACK_IFNAME's
+  // network when set (e.g. a management network that survives a fabric fault).
+  std::unique_ptr<transport::tcp::TcpProtocol> fallback;
+  std::string fallback_address;
+  if (cfg.failover != "off" && cfg.world_size > 1) {
+    std::string ip = local.value();
+    if (!cfg.fallback_ifname.empty()) {
+      auto a = boot::pick_local_address(cfg.fallback_ifname, root->host);
+      if (!a.ok())
+        return Status{a.status().code(),
+                      "HCOMM_FALLBACK_IFNAME=" + cfg.fallback_ifname + ": " + a.status().message()};
+      ip = a.value();
+    }
+    fallback = std::make_unique<transport::tcp::TcpProtocol>();
+    fallback->attach(runtime->engine(), cfg);
+    ProtocolContext fctx = pctx;
+    fctx.interface_ip = ip;
+    auto address = fallback->open(fctx);
+    if (!address.ok())
+      return Status{address.status().code(),
+                    "the fallback TCP listener on " + ip + ": " + address.status().message()};
+    fallback_address = address.value();
+  }
+
   // The host key goes first and the "addr" key (its least preferred protocol's address) last: a
   // rank whose address is published has published the rest too.
   Status st = client.set(prefix + "host/" + std::to_string(cfg.rank), host.id + "\n" + host.name);
   if (!st.ok()) return st;
   std::string published;
   for (auto& p : protocols) published += p.name + "\t" + p.address + "\n";
+  if (fallback)
+    published += "tcp-fallback\t" + fallback_address + "\nfailover\t" + cfg.failover + "\n";
   st = client.set(prefix + "proto/" + std::to_string(cfg.rank), published);
   if (!st.ok()) return st;
   st = client.set(prefix + "addr/" + std::to_string(cfg.rank), protocols.back().address);
@@ -363,6 +453,36 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
       });
   }
 
+  // A reliable channel for every peer both ranks gave a fallback, except shared memory unless
+  // both ask for it (HCOMM_FAILOVER=on): its medium fails only with the processes.
+  params.config = cfg;
+  params.reliable.assign(static_cast<size_t>(cfg.world_size), false);
+  params.fallback_address_of.assign(static_cast<size_t>(cfg.world_size), "");
+  std::map<int, failover::LinkSupervisor::Params> supervised;
+  for (int r = 0; fallback && r < cfg.world_size; ++r) {
+    const auto& theirs = addresses[static_cast<size_t>(r)];
+    auto fb = theirs.find("tcp-fallback");
+    if (r == cfg.rank || fb == theirs.end()) continue;
+    auto mode = theirs.find("failover");
+    const bool both_on = cfg.failover == "on" && mode != theirs.end() && mode->second == "on";
+    if (params.protocol_name_of[static_cast<size_t>(r)] == "shm" && !both_on) continue;
+    params.reliable[static_cast<size_t>(r)] = true;
+    params.fallback_address_of[static_cast<size_t>(r)] = fb->second;
+    failover::LinkSupervisor::Params sp;
+    sp.coordinator = cfg.rank < r;
+    auto* lp = dynamic_cast<transport::LinkProtocol*>(params.protocol_of[static_cast<size_t>(r)]);
+    sp.primary_redials = lp != nullptr && lp->can_redial();
+    sp.failback_after = cfg.failback_after;
+    sp.peer_timeout = cfg.peer_timeout;
+    sp.reconnect_min = cfg.reconnect_min;
+    sp.reconnect_max = cfg.reconnect_max;
+    sp.failover_limit = cfg.failover_limit;
+    sp.failover_window = cfg.failover_window;
+    sp.seed = uid ^ (static_cast<uint64_t>(cfg.rank) << 32 | static_cast<uint64_t>(r));
+    supervised.emplace(r, sp);
+  }
+  params.fallback = fallback.get();
+
   // Protocols exchange what they need beyond their address, then application protocols connect.
   StoreRendezvous rendezvous(client, prefix);
   for (size_t i = 0; i < protocols.size(); ++i) {
@@ -402,8 +522,19 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
                         params.address_of[static_cast<size_t>(r)]);
   std::vector<std::unique_ptr<Protocol>> owned;
   for (auto& p : protocols) owned.push_back(std::move(p.protocol));
+  if (fallback) owned.push_back(std::move(fallback));
   auto plane = std::make_shared<DataPlane>(runtime->engine(), std::move(owned),
                                            std::move(connections), std::move(params));
+  link_supervisor_actor supervisor;
+  if (!supervised.empty()) {
+    SupervisorState ss;
+    ss.runtime = runtime;
+    ss.plane = plane;
+    supervisor = runtime->system().spawn(link_supervisor, std::move(ss), std::move(supervised));
+    plane->set_event_sink([supervisor](const failover::ChannelEvent& e) {
+      caf::anon_send(supervisor, channel_atom::value, e);
+    });
+  }
 
   CommunicatorState cs;
   cs.runtime = runtime;
@@ -418,6 +549,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->runtime = runtime;
   state->plane = std::move(plane);  // the only owner (see CommunicatorState)
   state->actor = actor;
+  state->supervisor = supervisor;
+  state->rank = cfg.rank;
   state->local_ranks = ranks_here;
   state->places = std::move(places);
   state->transports = std::move(transports);
@@ -437,6 +570,7 @@ CommunicatorControl::CommunicatorControl(std::unique_ptr<State> state) : state_(
 
 CommunicatorControl::~CommunicatorControl() {
   caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
+  if (state_->supervisor) caf::anon_send_exit(state_->supervisor, caf::exit_reason::user_shutdown);
   auto closed = std::make_shared<std::promise<void>>();
   auto future = closed->get_future();
   // No copy of the plane stays on this thread: the last one goes on the engine thread below.
@@ -503,6 +637,35 @@ const std::string& CommunicatorControl::transport_to(int peer) const {
 
 uint64_t CommunicatorControl::bytes_sent(int peer) const {
   return state_->plane->bytes_sent(peer);
+}
+
+std::string CommunicatorControl::carrier_to(int peer) const {
+  return state_->plane->carrier(peer);
+}
+
+FailoverStats CommunicatorControl::failover_stats() const {
+  return state_->plane->recorder().snapshot();
+}
+
+std::vector<int> CommunicatorControl::lost_peers() const {
+  std::vector<int> out;
+  for (int r = 0; r < static_cast<int>(state_->places.size()); ++r)
+    if (r != state_->rank && state_->plane->lost(r)) out.push_back(r);
+  return out;
+}
+
+Expected<std::string> CommunicatorControl::host_shrink_store() {
+  const std::string& endpoint = state_->places[static_cast<size_t>(state_->rank)].endpoint;
+  const std::string ip = endpoint.substr(0, endpoint.rfind(':'));
+  auto port = state_->runtime->host_extra_store(ip);
+  if (!port.ok()) return port.status();
+  return ip + ":" + std::to_string(port.value());
+}
+
+void CommunicatorControl::abort(const std::string& reason) {
+  state_->runtime->engine().post([plane = std::weak_ptr<DataPlane>(state_->plane), reason] {
+    if (auto live = plane.lock()) live->abort(reason);
+  });
 }
 
 }  // namespace hcomm::actors

@@ -12,6 +12,7 @@
 
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
+#include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
 #include "transport/progress_engine.hpp"
@@ -52,6 +53,14 @@ class CommunicatorControl {
   const std::string& transport_to(int peer) const;
   /// Payload bytes this rank has sent to `peer` over its link so far.
   uint64_t bytes_sent(int peer) const;
+  /// What carries traffic to `peer` now (RankInfo::transport).
+  std::string carrier_to(int peer) const;
+  FailoverStats failover_stats() const;
+  std::vector<int> lost_peers() const;
+  /// Any thread, never blocks: Communicator::abort().
+  void abort(const std::string& reason);
+  /// Starts a rendezvous store on this rank's address for a shrunk communicator: "ip:port".
+  Expected<std::string> host_shrink_store();
 
   struct State;
 

@@ -1,5 +1,6 @@
 #include "actors/data_plane.hpp"
 
+#include "failover/reliable_link.hpp"
 #include "log/log.hpp"
 #include "transport/connection_link.hpp"
 #include "transport/link_protocol.hpp"
@@ -16,8 +17,11 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
       executor_(params_.comm_id, params_.rank, params_.size),
       links_(static_cast<size_t>(params_.size)),
       on_down_(static_cast<size_t>(params_.size)),
-      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params_.size)]()) {
+      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params_.size)]()),
+      carrier_(new std::atomic<int>[static_cast<size_t>(params_.size)]()),
+      lost_(new std::atomic<bool>[static_cast<size_t>(params_.size)]()) {
   executor_.set_activity_counter(&engine_.active_operations());
+  params_.reliable.resize(static_cast<size_t>(params_.size), false);
 }
 
 DataPlane::~DataPlane() {
@@ -33,6 +37,7 @@ void DataPlane::connect_peer(int peer, transport::ProgressEngine::Clock::time_po
   const auto i = static_cast<size_t>(peer);
   on_down_[i] = std::move(on_down);
   Protocol* protocol = params_.protocol_of[i];
+  if (params_.reliable[i]) return connect_reliable(peer, deadline, std::move(on_up));
   if (auto* lp = dynamic_cast<transport::LinkProtocol*>(protocol)) {
     transport::LinkContext ctx;
     ctx.engine = &engine_;
@@ -56,7 +61,80 @@ void DataPlane::connect_peer(int peer, transport::ProgressEngine::Clock::time_po
   on_up(Status{});
 }
 
+void DataPlane::connect_reliable(int peer, transport::ProgressEngine::Clock::time_point deadline,
+                                 Callback on_up) {
+  const auto i = static_cast<size_t>(peer);
+  const Config& cfg = params_.config;
+  failover::ReliableLinkParams rp;
+  rp.context.engine = &engine_;
+  rp.context.comm_id = params_.comm_id;
+  rp.context.comm_uid = params_.comm_uid;
+  rp.context.my_rank = params_.rank;
+  rp.context.world_size = params_.size;
+  rp.context.peer = peer;
+  rp.context.bytes_sent = &bytes_sent_[i];
+  Protocol* protocol = params_.protocol_of[i];
+  auto* primary = dynamic_cast<transport::LinkProtocol*>(protocol);
+  rp.slots[failover::kPrimary] = {primary, params_.protocol_name_of[i], params_.address_of[i]};
+  rp.slots[failover::kFallback] = {params_.fallback, "tcp-fallback",
+                                   params_.fallback_address_of[i]};
+  rp.keepalive_interval = cfg.keepalive_interval;
+  rp.keepalive_timeout = cfg.keepalive_timeout;
+  rp.phi_threshold = cfg.phi_threshold;
+  rp.redial_timeout = std::max(std::chrono::milliseconds(1000), 3 * cfg.keepalive_timeout);
+  auto link = std::make_unique<failover::ReliableLink>(std::move(rp), *this, *this, recorder_);
+  if (primary == nullptr) {
+    // An application's protocol: its Connection is up already (and cannot be made again).
+    link->adopt(failover::kPrimary,
+                std::make_unique<transport::ConnectionLink>(
+                    engine_, link->observer_for(failover::kPrimary), std::move(connections_[i]),
+                    protocol->caps(), params_.protocol_name_of[i], params_.rank, peer,
+                    params_.comm_id, &bytes_sent_[i]));
+  }
+  auto* raw = link.get();
+  links_[i] = std::move(link);
+  executor_.set_link(peer, raw);
+  raw->establish(deadline, std::move(on_up));
+}
+
+void DataPlane::command(int peer, const failover::SupervisorCommand& c) {
+  if (auto* link = dynamic_cast<failover::ReliableLink*>(links_[static_cast<size_t>(peer)].get()))
+    link->command(c);
+}
+
+void DataPlane::on_channel_event(const failover::ChannelEvent& e) {
+  if (e.kind == failover::ChannelEvent::Kind::switched)
+    carrier_[static_cast<size_t>(e.peer)].store(e.slot, std::memory_order_relaxed);
+  if (sink_) sink_(e);
+}
+
+std::string DataPlane::carrier(int peer) const {
+  const auto i = static_cast<size_t>(peer);
+  if (peer == params_.rank) return "self";
+  if (!params_.reliable[i]) return params_.protocol_name_of[i];
+  if (lost(peer)) return "lost";
+  switch (carrier_[i].load(std::memory_order_relaxed)) {
+    case failover::kPrimary:
+      return params_.protocol_name_of[i];
+    case failover::kFallback:
+      return "tcp-fallback";
+    default:
+      return "none";
+  }
+}
+
+void DataPlane::abort(const std::string& reason) {
+  const Status status{HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
+  executor_.abort_all(status);
+  for (auto& link : links_)
+    if (link && link->is_up())
+      link->send_abort(params_.comm_id, coll::ScheduleExecutor::kAbortAll,
+                       "rank " + std::to_string(params_.rank) + ": " + reason);
+}
+
 void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {
+  if (!graceful && status.code() == HCOMM_ERR_PEER_LOST)
+    lost_[static_cast<size_t>(peer)].store(true, std::memory_order_relaxed);
   executor_.on_link_failed(peer, status, graceful);
   // A peer that destroyed its communicator is no failure to report (its operations, if any,
   // have failed with the reason all the same).

@@ -1,6 +1,7 @@
 // The engine-side objects of one communicator: the protocols it opened, one link per peer (made
-// by the protocol chosen for that peer) and the schedule executor. Lives on the progress
-// engine's thread; the actors reach it only through ProgressEngine::post().
+// by the protocol chosen for that peer; under failover a ReliableLink over that link and a TCP
+// fallback) and the schedule executor. Lives on the progress engine's thread; the actors reach
+// it only through ProgressEngine::post().
 #pragma once
 
 #include <atomic>
@@ -10,8 +11,12 @@
 #include <vector>
 
 #include "collectives/schedule_executor.hpp"
+#include "failover/failover_recorder.hpp"
+#include "failover/link_supervisor.hpp"
+#include "hcomm/config.hpp"
 #include "hcomm/protocol.hpp"
 #include "transport/link.hpp"
+#include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
 
 namespace hcomm::actors {
@@ -26,11 +31,18 @@ struct DataPlaneParams {
   std::vector<Protocol*> protocol_of;
   std::vector<std::string> protocol_name_of;
   std::vector<std::string> address_of;
+  /// Failover: by peer, whether its link is a ReliableLink with a fallback made by `fallback`
+  /// (one of the protocols) to the peer's fallback_address_of.
+  std::vector<bool> reliable;
+  transport::LinkProtocol* fallback = nullptr;
+  std::vector<std::string> fallback_address_of;
+  Config config;  ///< keep-alive and reconnection settings
 };
 
-class DataPlane final : public transport::LinkObserver {
+class DataPlane final : public transport::LinkObserver, public failover::ChannelListener {
  public:
   using Callback = std::function<void(const Status&)>;
+  using EventSink = std::function<void(const failover::ChannelEvent&)>;
 
   /// `protocols`: every protocol opened for this communicator (owned from now on);
   /// `connections`: by peer, the Connection an application protocol made (null otherwise).
@@ -49,14 +61,30 @@ class DataPlane final : public transport::LinkObserver {
   /// Engine thread: fails what is running, says goodbye to every peer and calls `done` once each
   /// peer has closed too or `grace` has passed.
   void close(std::chrono::milliseconds grace, std::function<void()> done);
+  /// Engine thread: Communicator::abort().
+  void abort(const std::string& reason);
+
+  // ---- failover
+  /// Before connect_peer(): where the ReliableLinks' events go (the link supervisor actor).
+  void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
+  /// Engine thread: the supervisor's decision for `peer`.
+  void command(int peer, const failover::SupervisorCommand& command);
+  void on_channel_event(const failover::ChannelEvent& event) override;
+  /// Any thread: what carries traffic to `peer` now (see RankInfo::transport).
+  std::string carrier(int peer) const;
+  failover::FailoverRecorder& recorder() { return recorder_; }
+  /// Any thread: whether `peer` was lost (HCOMM_ERR_PEER_LOST).
+  bool lost(int peer) const {
+    return lost_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+  }
 
   // transport::LinkObserver: the executor's business, plus telling the connection manager.
   void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
                        const std::string& reason) override {
     executor_.on_remote_abort(peer, comm_id, op_seq, reason);
   }
-  bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override {
-    return executor_.is_aborted(comm_id, op_seq);
+  bool should_drop(const transport::FrameHeader& header) override {
+    return executor_.should_drop(header);
   }
   void on_link_failed(int peer, const Status& status, bool graceful) override;
 
@@ -68,6 +96,8 @@ class DataPlane final : public transport::LinkObserver {
  private:
   void poll_closed(transport::ProgressEngine::Clock::time_point deadline,
                    std::function<void()> done);
+  void connect_reliable(int peer, transport::ProgressEngine::Clock::time_point deadline,
+                        Callback on_up);
 
   transport::ProgressEngine& engine_;
   DataPlaneParams params_;
@@ -77,6 +107,10 @@ class DataPlane final : public transport::LinkObserver {
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::vector<Callback> on_down_;
   std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
+  failover::FailoverRecorder recorder_;
+  EventSink sink_;
+  std::unique_ptr<std::atomic<int>[]> carrier_;  // by peer: the slot carrying traffic, -1: none
+  std::unique_ptr<std::atomic<bool>[]> lost_;    // by peer
 };
 
 }  // namespace hcomm::actors

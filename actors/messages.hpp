@@ -1,6 +1,8 @@
 // actors/: the control plane. One Runtime per process owns the CAF actor system and the progress
-// engine; each communicator has a communicator actor (tracks its peers and their links) and one
-// connection-manager actor per peer (establishes the peer's links and hears of their failure).
+// engine; each communicator has a communicator actor (tracks its peers and their links), one
+// connection-manager actor per peer (establishes the peer's links and hears of their failure)
+// and, under failover, a link supervisor actor (decides reconnections, fail-backs and peer loss
+// from what the peers' reliable channels report; failover/link_supervisor.hpp).
 // Operations never pass through a mailbox: the calling thread numbers and plans them and hands
 // the schedule to the progress engine as a descriptor — an actor hop (40-100 us here) would cost
 // ten times a small operation's whole latency.
@@ -9,12 +11,25 @@
 #pragma once
 
 #include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "failover/link_supervisor.hpp"
+
+namespace hcomm::failover {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ChannelEvent& x) {
+  return f(caf::meta::type_name("channel_event"), x.peer, x.kind, x.slot, x.from, x.epoch,
+           x.silent_ms, x.reason);
+}
+
+}  // namespace hcomm::failover
 
 namespace hcomm::actors {
 
@@ -27,6 +42,8 @@ using link_down_atom = caf::atom_constant<caf::atom("link_down")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using deregister_atom = caf::atom_constant<caf::atom("deregister")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using channel_atom = caf::atom_constant<caf::atom("channel")>;
+using timer_atom = caf::atom_constant<caf::atom("timer")>;
 
 /// One per communicator.
 using communicator_actor = caf::typed_actor<
@@ -47,6 +64,14 @@ using connection_manager_actor = caf::typed_actor<
     caf::reacts_to<link_fail_atom, std::string>,
     /// From the progress engine: the established link failed (reason).
     caf::reacts_to<link_down_atom, std::string>>;
+
+/// One per communicator under failover: a LinkSupervisor per peer. Commands go back to the
+/// progress engine as posted tasks (the links live there), never through a mailbox.
+using link_supervisor_actor = caf::typed_actor<
+    /// From the progress engine: what a peer's reliable channel did or saw.
+    caf::reacts_to<channel_atom, failover::ChannelEvent>,
+    /// A timer a LinkSupervisor asked for: (peer, token).
+    caf::reacts_to<timer_atom, int32_t, uint64_t>>;
 
 /// One per RDMA device of the process: the control side of the device's registration cache
 /// (transport/rdma/mr_cache.hpp) — the application's explicit registrations and the statistics.

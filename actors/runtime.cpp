@@ -67,6 +67,7 @@ Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) 
 
 Runtime::~Runtime() {
   store_.reset();
+  extra_stores_.clear();
   {
     std::lock_guard<std::mutex> lock(actors_mutex_);
     for (auto& [name, actor] : process_actors_)
@@ -76,6 +77,17 @@ Runtime::~Runtime() {
   // Actors first (they may post to the engine), then the engine.
   holder_->system.reset();
   engine_.reset();
+}
+
+Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  auto server = boot::StoreServer::start(host, 0);
+  if (!server.ok()) return server.status();
+  const uint16_t port = server.value()->port();
+  extra_stores_.push_back(std::move(server.value()));
+  HCOMM_LOG(info, log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
+            static_cast<unsigned>(port));
+  return port;
 }
 
 Status Runtime::host_store(const std::string& host, uint16_t port) {

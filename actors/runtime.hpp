@@ -40,6 +40,9 @@ class Runtime {
   transport::ProgressEngine& engine() { return *engine_; }
   /// Starts the rendezvous store on host:port unless this process already hosts it.
   Status host_store(const std::string& host, uint16_t port);
+  /// Starts another rendezvous store on host and an ephemeral port (Communicator::shrink(),
+  /// whose survivors may have lost rank 0's); returns the port. It lives as long as the runtime.
+  Expected<uint16_t> host_extra_store(const std::string& host);
   /// Communicators are numbered in creation order, the same on every rank.
   uint64_t next_generation() { return generation_++; }
   /// Actors of the whole process by name (the mr_cache actor of each RDMA device): they live as
@@ -56,6 +59,7 @@ class Runtime {
   caf::actor_system* system_ = nullptr;
   std::unique_ptr<transport::ProgressEngine> engine_;
   std::unique_ptr<boot::StoreServer> store_;
+  std::vector<std::unique_ptr<boot::StoreServer>> extra_stores_;
   std::mutex store_mutex_;
   uint64_t generation_ = 0;
   std::mutex actors_mutex_;

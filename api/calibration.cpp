@@ -19,7 +19,6 @@ namespace hcomm::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kReservedTag = INT_MAX;  // user tags stop below it
 constexpr size_t kSmall = 8;
 constexpr size_t kLarge = 1 << 20;
 
@@ -48,17 +47,8 @@ Status CommunicatorImpl::calibrate() {
   }
   int peer = -1;  // who this rank ping-pongs with now
   auto transfer = [&](coll::OpKind kind, std::vector<std::byte>& buf) {
-    auto op = std::make_shared<coll::Operation>();
-    op->kind = kind;
-    op->dtype = DataType::uint8;
-    op->count = buf.size();
-    if (kind == coll::OpKind::send)
-      op->send = buf.data();
-    else
-      op->recv = buf.data();
-    op->peer = peer;
-    op->tag = kReservedTag;
-    return run(std::move(op));
+    return reserved_transfer(kind, buf.data(), buf.size(), peer, caller_spins())
+        .wait(cfg_.op_timeout);
   };
   // One-way time of `bytes`: half the fastest round trip, measured on rank 0. Not the median:
   // at creation the peer's threads are still settling and the noise only ever adds (medians of

@@ -121,6 +121,13 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
       return work;
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (!aborted_.ok()) {
+      op->completion->complete(aborted_);
+      return work;
+    }
+  }
   if (collective && uses_slots(*op)) {
     coll::SlotCollectives::Finished finished;
     {
@@ -157,6 +164,10 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
 bool CommunicatorImpl::uses_slots(const coll::Operation& op) const {
   // A forced algorithm (HCOMM_ALGO) is run as asked, even where the slot board would be faster.
   return slots_ && forced_.forced(op.kind) == coll::Algorithm::automatic && slots_->handles(op);
+}
+
+bool CommunicatorImpl::caller_spins() const {
+  return driver_->spins();
 }
 
 Status CommunicatorImpl::run(coll::OperationPtr op) {
@@ -405,13 +416,40 @@ std::vector<RankInfo> Communicator::ranks() const {
   const auto& places = impl_->control().places();
   for (int r = 0; r < static_cast<int>(places.size()); ++r) {
     const auto& p = places[static_cast<size_t>(r)];
-    out.push_back({r, p.host_name, p.host_id, p.endpoint, impl_->control().transport_to(r), -1,
-                   r == rank() ? 0 : impl_->control().bytes_sent(r)});
+    RankInfo info;
+    info.rank = r;
+    info.host = p.host_name;
+    info.host_id = p.host_id;
+    info.address = p.endpoint;
+    info.transport = impl_->control().carrier_to(r);
+    info.primary_transport = impl_->control().transport_to(r);
+    info.bytes_sent = r == rank() ? 0 : impl_->control().bytes_sent(r);
+    out.push_back(std::move(info));
   }
   const auto& order = impl_->ring_order();
   for (size_t p = 0; p < out.size(); ++p)
     out[order.empty() ? p : static_cast<size_t>(order[p])].ring_position = static_cast<int>(p);
   return out;
+}
+
+void CommunicatorImpl::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
+  }
+  control_->abort(reason);
+}
+
+FailoverStats Communicator::failover_stats() const {
+  return impl_->control().failover_stats();
+}
+
+std::vector<int> Communicator::lost_peers() const {
+  return impl_->control().lost_peers();
+}
+
+void Communicator::abort(const std::string& reason) {
+  impl_->abort(reason);
 }
 
 // ---- the operations: build, check, submit

@@ -4,6 +4,7 @@
 // numbers by calling collectives in the same order).
 #pragma once
 
+#include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ class CommunicatorImpl {
   bool uses_slots(const coll::Operation& op) const;
   /// submit() and wait for config().op_timeout.
   Status run(coll::OperationPtr op);
+  /// Whether a thread that waits for an operation drives progress itself (submit's
+  /// `caller_waits` for it).
+  bool caller_spins() const;
   /// The sends to self of a batch copied into its receives from self (matched by tag, in order);
   /// completed at once, with an error if one is left unmatched or the sizes differ.
   std::shared_ptr<Completion> copy_to_self(const std::vector<const PointToPointOp*>& sends,
@@ -52,6 +56,16 @@ class CommunicatorImpl {
   const std::vector<int>& ring_order() const { return ring_order_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
   Status calibrate();
+  /// Communicator::abort(): fails what runs and everything submitted later.
+  void abort(const std::string& reason);
+  /// A send or receive of `bytes` bytes with `peer` on hcomm's own tag (kReservedTag), for
+  /// calibration and shrink(): user tags never meet it.
+  /// `caller_waits` as for submit().
+  Work reserved_transfer(coll::OpKind kind, void* buf, size_t bytes, int peer,
+                         bool caller_waits = false);
+  static constexpr int kReservedTag = INT_MAX;
+  /// Communicator::shrink().
+  Expected<Config> shrunk_config();
 
   // ---- argument checks: an empty Status when all is well
   Status check_type(const char* what, DataType dtype) const;
@@ -77,7 +91,9 @@ class CommunicatorImpl {
   std::vector<int> ring_order_;  // empty: the identity
   std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
   std::shared_ptr<coll::SlotCollectives> slots_;  // one-host communicators: small collectives
-  std::mutex submit_mutex_;      // numbering, planning and hand-off happen in call order
+  std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
+  std::mutex abort_mutex_;
+  Status aborted_;  // set by abort()
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
 };

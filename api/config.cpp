@@ -164,6 +164,46 @@ Status apply_algo(std::string* field) {
   return Status();
 }
 
+Status apply_failover(std::string* field) {
+  std::string v = env("HCOMM_FAILOVER");
+  if (v.empty()) return Status();
+  if (v != "auto" && v != "on" && v != "off")
+    return invalid("HCOMM_FAILOVER='" + v + "' is not accepted: expected auto, on or off");
+  *field = v;
+  return Status();
+}
+
+Status apply_phi(double* field) {
+  std::string v = env("HCOMM_PHI_THRESHOLD");
+  if (v.empty()) return Status();
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !(d >= 0 && d <= 100))
+    return invalid("HCOMM_PHI_THRESHOLD='" + v +
+                   "' is not accepted: expected 0 (off) or a suspicion level up to 100, e.g. 8");
+  *field = d;
+  return Status();
+}
+
+/// HCOMM_FAILOVER_LIMIT="R/T": R failovers within T seconds.
+Status apply_failover_limit(int* limit, std::chrono::milliseconds* window) {
+  std::string v = env("HCOMM_FAILOVER_LIMIT");
+  if (v.empty()) return Status();
+  const size_t slash = v.find('/');
+  auto bad = [&] {
+    return invalid("HCOMM_FAILOVER_LIMIT='" + v +
+                   "' is not accepted: expected R/T, at most R failovers (1..1000) within T "
+                   "seconds (1..86400), e.g. 5/30");
+  };
+  if (slash == std::string::npos) return bad();
+  auto r = boot::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(0, slash), 1, 1000);
+  auto t = boot::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(slash + 1), 1, 86400);
+  if (!r || !t) return bad();
+  *limit = static_cast<int>(*r);
+  *window = std::chrono::seconds(*t);
+  return Status();
+}
+
 }  // namespace
 
 Expected<Config> Config::from_env() {
@@ -177,6 +217,7 @@ Expected<Config> Config::from_env() {
   c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
   c.rdma_device = env("HCOMM_RDMA_DEVICE");
   c.topo_file = env("HCOMM_TOPO_FILE");
+  c.fallback_ifname = env("HCOMM_FALLBACK_IFNAME");
   if (const char* cc = std::getenv("HCOMM_TCP_CONGESTION")) c.tcp_congestion = cc;
   constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
   constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
@@ -202,10 +243,30 @@ Expected<Config> Config::from_env() {
       apply_int("HCOMM_SPIN_US", -1, 10000000, &c.spin_us),
       apply_algo(&c.algo),
       apply_flag("HCOMM_CALIBRATE", &c.calibrate),
+      apply_failover(&c.failover),
+      apply_ms("HCOMM_KEEPALIVE_MS", &c.keepalive_interval),
+      apply_ms("HCOMM_KEEPALIVE_TIMEOUT_MS", &c.keepalive_timeout),
+      apply_phi(&c.phi_threshold),
+      apply_ms("HCOMM_PEER_TIMEOUT_MS", &c.peer_timeout),
+      apply_ms("HCOMM_RECONNECT_MIN_MS", &c.reconnect_min),
+      apply_ms("HCOMM_RECONNECT_MAX_MS", &c.reconnect_max),
+      apply_ms("HCOMM_FAILBACK_MS", &c.failback_after),
+      apply_failover_limit(&c.failover_limit, &c.failover_window),
   };
   for (const Status& st : checks) {
     if (!st.ok()) return st;
   }
+  if (c.keepalive_timeout <= c.keepalive_interval)
+    return invalid("HCOMM_KEEPALIVE_TIMEOUT_MS (" + std::to_string(c.keepalive_timeout.count()) +
+                   ") must exceed HCOMM_KEEPALIVE_MS (" +
+                   std::to_string(c.keepalive_interval.count()) +
+                   "): a link would be declared dead between two heartbeats");
+  if (c.peer_timeout < c.keepalive_timeout)
+    return invalid("HCOMM_PEER_TIMEOUT_MS (" + std::to_string(c.peer_timeout.count()) +
+                   ") must be at least HCOMM_KEEPALIVE_TIMEOUT_MS (" +
+                   std::to_string(c.keepalive_timeout.count()) + ")");
+  if (c.reconnect_max < c.reconnect_min)
+    return invalid("HCOMM_RECONNECT_MAX_MS must be at least HCOMM_RECONNECT_MIN_MS");
   return c;
 }
 

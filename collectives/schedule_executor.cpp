@@ -83,8 +83,13 @@ void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
   } else if (auto it = aborted_p2p_.find({r.op->peer, seq}); it != aborted_p2p_.end()) {
     aborted_reason = &it->second;
   }
+  const int lost = first_lost(r);
   if (!r.op->invalid.ok()) {
     fail(r, r.op->invalid, true);
+  } else if (!abort_all_.ok()) {
+    fail(r, abort_all_, false);
+  } else if (lost >= 0) {
+    fail(r, lost_.at(lost), false);
   } else if (aborted_reason != nullptr) {
     fail(r, {HCOMM_ERR_INVALID_ARG, *aborted_reason}, false);
   } else {
@@ -289,9 +294,34 @@ void ScheduleExecutor::maybe_finish(Run& run) {
   finished_.push_back(std::move(owned));  // callbacks of its requests may still be on the stack
 }
 
+int ScheduleExecutor::first_lost(const Run& run) const {
+  if (lost_.empty()) return -1;
+  if (is_collective(run.op->kind)) return lost_.begin()->first;
+  return lost_.count(run.op->peer) != 0 ? run.op->peer : -1;
+}
+
+void ScheduleExecutor::abort_all(const Status& status) {
+  if (abort_all_.ok()) abort_all_ = status;
+  fail_running(status);
+}
+
+void ScheduleExecutor::fail_running(const Status& status) {
+  ++depth_;
+  std::vector<Run*> all;
+  for (auto& [id, run] : runs_) all.push_back(run.get());
+  for (Run* run : all) fail(*run, status, false);
+  --depth_;
+  drain();
+}
+
 void ScheduleExecutor::on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
                                        const std::string& reason) {
   if (comm_id != comm_id_) return;
+  if (op_seq == kAbortAll) {
+    HCOMM_LOG(warn, log::kColl, "rank %d aborted the communicator: %s", peer, reason.c_str());
+    return abort_all({HCOMM_ERR_ABORTED,
+                      "rank " + std::to_string(peer) + " aborted the communicator: " + reason});
+  }
   HCOMM_LOG(info, log::kColl, "rank %d aborted operation %llu: %s", peer,
             static_cast<unsigned long long>(op_seq), reason.c_str());
   Run* run = find(peer, op_seq);
@@ -315,8 +345,8 @@ ScheduleExecutor::Run* ScheduleExecutor::find(int peer, uint64_t op_seq) {
   return nullptr;
 }
 
-bool ScheduleExecutor::is_aborted(uint32_t comm_id, uint64_t op_seq) const {
-  return comm_id == comm_id_ && aborted_.count(op_seq) != 0;
+bool ScheduleExecutor::should_drop(const transport::FrameHeader& header) {
+  return header.comm_id == comm_id_ && aborted_.count(header.op_seq) != 0;
 }
 
 bool ScheduleExecutor::involves(const Run& run, int peer) const {
@@ -327,6 +357,9 @@ void ScheduleExecutor::on_link_failed(int peer, const Status& status, bool grace
   // A peer that said goodbye delivered everything it was going to send: only the receives it
   // cannot satisfy fail (the link fails them); a peer that vanished fails all it was part of.
   if (graceful) return;
+  // A lost peer stays lost: every later collective, and every operation with it, fails at
+  // once (a survivor that does not talk to it directly would otherwise wait for the others).
+  if (status.code() == HCOMM_ERR_PEER_LOST && lost_.count(peer) == 0) lost_.emplace(peer, status);
   ++depth_;
   std::vector<Run*> hit;
   for (auto& [seq, run] : runs_)

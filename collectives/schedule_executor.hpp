@@ -36,12 +36,16 @@ class ScheduleExecutor final : public transport::LinkObserver {
   void start(OperationPtr op, Schedule schedule);
   /// Fails every running operation with `status` (communicator destruction).
   void fail_all(const Status& status);
+  /// Communicator::abort(): fails every running and later operation with `status`.
+  void abort_all(const Status& status);
+  /// The op_seq of an abort frame that aborts the whole communicator.
+  static constexpr uint64_t kAbortAll = UINT64_MAX;
   size_t running() const { return runs_.size(); }
 
   // transport::LinkObserver
   void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
                        const std::string& reason) override;
-  bool is_aborted(uint32_t comm_id, uint64_t op_seq) const override;
+  bool should_drop(const transport::FrameHeader& header) override;
   void on_link_failed(int peer, const Status& status, bool graceful) override;
 
  private:
@@ -57,6 +61,9 @@ class ScheduleExecutor final : public transport::LinkObserver {
   void maybe_finish(Run& run);
   void tell_peers(const Run& run, const std::string& reason);
   bool involves(const Run& run, int peer) const;
+  /// A lost peer `run` involves (-1: none).
+  int first_lost(const Run& run) const;
+  void fail_running(const Status& status);
 
   const uint32_t comm_id_;
   const int rank_;
@@ -70,6 +77,8 @@ class ScheduleExecutor final : public transport::LinkObserver {
   // repeat across pairs.
   std::unordered_map<uint64_t, std::string> aborted_;
   std::map<std::pair<int, uint64_t>, std::string> aborted_p2p_;
+  std::map<int, Status> lost_;  // peers lost for good, and why
+  Status abort_all_;            // set once the communicator is aborted
   std::deque<std::pair<Run*, uint32_t>> ready_;
   std::vector<std::unique_ptr<Run>> finished_;  // freed once no callback is on the stack
   int depth_ = 0;

@@ -36,3 +36,11 @@ void reload_from_env();
     if (::hcomm::log::enabled(::hcomm::log::Level::level, subsys))          \
       ::hcomm::log::write(::hcomm::log::Level::level, subsys, __VA_ARGS__); \
   } while (0)
+
+/// HCOMM_LOG with a level chosen at run time (a hcomm::log::Level value).
+#define HCOMM_LOG_AT(level_value, subsys, ...)                    \
+  do {                                                            \
+    const ::hcomm::log::Level hcomm_log_level_ = (level_value);   \
+    if (::hcomm::log::enabled(hcomm_log_level_, subsys))          \
+      ::hcomm::log::write(hcomm_log_level_, subsys, __VA_ARGS__); \
+  } while (0)

@@ -58,7 +58,7 @@ std::vector<uint8_t> gather_transport_letters(hcomm::Communicator& comm) {
   std::vector<uint8_t> mine(n), all(n * n);
   for (const auto& r : ranks) {
     const auto& me = ranks[static_cast<size_t>(comm.rank())];
-    const std::string& t = r.transport;
+    const std::string& t = r.primary_transport;
     mine[static_cast<size_t>(r.rank)] = t == "self"   ? '-'
                                         : t == "shm"  ? 's'
                                         : t == "rdma" ? 'r'

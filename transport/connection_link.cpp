@@ -88,18 +88,25 @@ void ConnectionLink::post_send(SendRequest* request) {
 }
 
 void ConnectionLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  queue_control(FrameKind::abort, comm_id, op_seq,
-                reason.substr(0, FrameAssembler::kMaxControlPayload));
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::abort);
+  h.comm_id = comm_id;
+  h.op_seq = op_seq;
+  queue_control(h, reason.substr(0, kMaxChannelPayload));
 }
 
-void ConnectionLink::queue_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq,
-                                   std::string text) {
+void ConnectionLink::send_channel(const FrameHeader& header, std::string payload) {
+  FrameHeader h = header;
+  h.kind = static_cast<uint8_t>(FrameKind::channel);
+  h.comm_id = comm_id_;
+  queue_control(h, std::move(payload));
+}
+
+void ConnectionLink::queue_control(const FrameHeader& header, std::string text) {
   if (!error_.ok() || closing_) return;
   Outgoing& o = sendq_.emplace_back();
   o.owned = std::move(text);
-  o.header.kind = static_cast<uint8_t>(kind);
-  o.header.comm_id = comm_id;
-  o.header.op_seq = op_seq;
+  o.header = header;
   o.header.length = o.owned.size();
   stamp_.stamp(o.header);
   pump_sends();
@@ -205,7 +212,7 @@ void ConnectionLink::on_message(const std::vector<std::byte>& message) {
       return protocol_error("a " + std::to_string(size) + "-byte message where a frame starts");
     FrameHeader header;
     std::memcpy(&header, data, kHeader);
-    if (header.magic != FrameHeader::kMagic)
+    if ((header.magic != FrameHeader::kMagic || header.version != FrameHeader::kVersion))
       return protocol_error("bad frame magic (not an hcomm peer, or a different hcomm version?)");
     data += kHeader;
     size -= kHeader;
@@ -229,7 +236,10 @@ void ConnectionLink::peer_said_goodbye() {
 
 void ConnectionLink::close() {
   if (closing_) return;
-  queue_control(FrameKind::close, comm_id_, 0, "");
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::close);
+  h.comm_id = comm_id_;
+  queue_control(h, "");
   closing_ = true;
   // Called from an on_sent() callback, the goodbye is still queued: pump_sends() ends the link
   // once it has sent it.

@@ -58,6 +58,7 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void send_channel(const FrameHeader& header, std::string payload) override;
   void close() override;
   const Status& error() const override { return error_; }
 
@@ -76,7 +77,7 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
     std::string owned;
   };
 
-  void queue_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string text);
+  void queue_control(const FrameHeader& header, std::string text);
   void pump_sends();
   Status send_frame(const Outgoing& frame);
   /// Hands every message receive() has to on_message(); true when there was one.

@@ -4,7 +4,7 @@
 // operation and the piece of it (communicator, operation sequence, step, chunk, byte offset), so
 // a receiver can place a payload that arrives before its receive is posted, on any of a peer's
 // parallel connections, and so the reliable channel (failover/) can replay a frame on another
-// link. `link_seq` numbers frames per peer for exactly that replay.
+// link. `link_seq` numbers frames per peer for exactly that replay; the links leave it alone.
 // Headers travel in host byte order: hcomm ranks of one job run on one architecture.
 #pragma once
 
@@ -15,15 +15,25 @@
 namespace hcomm::transport {
 
 enum class FrameKind : uint8_t {
-  data = 1,   ///< payload of a schedule step
-  abort = 2,  ///< the sender failed operation `op_seq`; payload: the reason (text)
-  close = 3,  ///< the sender is closing the communicator on purpose
+  data = 1,     ///< payload of a schedule step
+  abort = 2,    ///< the sender failed operation `op_seq`; payload: the reason (text)
+  close = 3,    ///< the sender is closing the communicator on purpose
+  channel = 4,  ///< the reliable channel's own (failover/): heartbeats, acknowledgements, ...
+};
+
+/// FrameHeader::flags.
+enum FrameFlags : uint8_t {
+  /// The sender keeps the payload in place until it is acknowledged: acknowledge at once.
+  kFrameAckNow = 1,
 };
 
 struct FrameHeader {
-  static constexpr uint32_t kMagic = 0x314d4348;  // "HCM1"
+  static constexpr uint16_t kMagic = 0x4348;  // "HC"
+  static constexpr uint8_t kVersion = 2;
 
-  uint32_t magic = kMagic;
+  uint16_t magic = kMagic;
+  uint8_t version = kVersion;
+  uint8_t flags = 0;  ///< FrameFlags
   uint8_t kind = static_cast<uint8_t>(FrameKind::data);
   uint8_t op_kind = 0;  ///< which operation (allreduce, ...): mismatch detection
   uint8_t dtype = 0;
@@ -36,7 +46,7 @@ struct FrameHeader {
   uint64_t offset = 0;    ///< payload's byte offset within the operation's buffer
   uint64_t length = 0;    ///< payload bytes after the header
   uint64_t op_bytes = 0;  ///< the sender's size of the operation: mismatch detection
-  uint64_t link_seq = 0;  ///< per-peer frame number (reliable channel)
+  uint64_t link_seq = 0;  ///< per-peer frame number of the reliable channel; 0: none
 };
 static_assert(sizeof(FrameHeader) == 64, "the frame header is 64 bytes on the wire");
 

@@ -13,13 +13,14 @@ FrameAssembler::Outcome FrameAssembler::begin(const FrameHeader& h) {
   switch (static_cast<FrameKind>(h.kind)) {
     case FrameKind::abort:
     case FrameKind::close:
+    case FrameKind::channel:
       if (h.length <= kMaxControlPayload) {
         cur_.target = Target::control;
         cur_.payload.resize(h.length);
       }
       break;
     case FrameKind::data:
-      if (observer_.is_aborted(h.comm_id, h.op_seq)) break;
+      if (observer_.should_drop(h)) break;
       if (RecvRequest* r = posted_.take(MatchKey::of(h))) {
         Status st = r->accept(h);
         if (!st.ok()) {
@@ -81,6 +82,12 @@ FrameAssembler::Outcome FrameAssembler::finish() {
       break;
     case Target::control:
       if (static_cast<FrameKind>(f.header.kind) == FrameKind::close) return Outcome::goodbye;
+      if (static_cast<FrameKind>(f.header.kind) == FrameKind::channel) {
+        observer_.on_channel_frame(
+            peer_, f.header,
+            std::string(reinterpret_cast<const char*>(f.payload.data()), f.payload.size()));
+        break;
+      }
       observer_.on_remote_abort(
           peer_, f.header.comm_id, f.header.op_seq,
           std::string(reinterpret_cast<const char*>(f.payload.data()), f.payload.size()));

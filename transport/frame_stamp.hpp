@@ -1,6 +1,6 @@
 // What every link does first with a frame it is given to send: one place for the rule that a
-// frame to a peer that said goodbye counts as delivered, and for the per-peer sequence numbers
-// the reliable channel (failover/) replays by.
+// frame to a peer that said goodbye counts as delivered, and for the sender's rank in headers.
+// (Sequence numbers are the reliable channel's business, failover/.)
 #pragma once
 
 #include <atomic>
@@ -17,10 +17,9 @@ struct FrameStamp {
   /// Payload bytes of data frames sent to the peer (not owned; may be null): read by other
   /// threads, hence atomic.
   std::atomic<uint64_t>* bytes_sent = nullptr;
-  uint64_t next_link_seq = 1;
 
   /// post_send()'s first steps: counts a data frame's payload and stamps the frame with this
-  /// rank and the next sequence number. On a failed link the request completes at once instead
+  /// rank. On a failed link the request completes at once instead
   /// (returns false): as delivered when the peer said goodbye — it had completed its part of
   /// every operation before leaving — else with the link's error.
   bool admit(SendRequest* request, const Status& link_error, bool peer_closed) {
@@ -34,10 +33,7 @@ struct FrameStamp {
     return true;
   }
   /// A frame of the link's own (an abort, a goodbye).
-  void stamp(FrameHeader& header) {
-    header.src_rank = my_rank;
-    header.link_seq = next_link_seq++;
-  }
+  void stamp(FrameHeader& header) { header.src_rank = my_rank; }
 };
 
 }  // namespace hcomm::transport

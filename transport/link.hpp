@@ -60,8 +60,17 @@ class LinkObserver {
   /// A peer aborted operation `op_seq` with `reason`.
   virtual void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
                                const std::string& reason) = 0;
-  /// True when frames for this operation are to be dropped (it was aborted here).
-  virtual bool is_aborted(uint32_t comm_id, uint64_t op_seq) const = 0;
+  /// A data frame's header has arrived: true when its payload is to be dropped (its operation
+  /// was aborted here, or the reliable channel delivered it already). Every data frame a link
+  /// receives passes here first, which is what the keep-alive counts as a sign of life.
+  virtual bool should_drop(const FrameHeader& header) = 0;
+  /// A FrameKind::channel frame arrived (the reliable channel's heartbeats, acknowledgements,
+  /// ...). Links pass them on unread.
+  virtual void on_channel_frame(int peer, const FrameHeader& header, const std::string& payload) {
+    (void)peer;
+    (void)header;
+    (void)payload;
+  }
   /// The link failed for good; posted requests have already been failed with `status`.
   /// `graceful`: the peer said goodbye (destroyed its communicator) before closing.
   virtual void on_link_failed(int peer, const Status& status, bool graceful) = 0;
@@ -77,6 +86,9 @@ struct LinkCaps {
   bool one_sided = false;             ///< supports remote writes without a posted receive
   bool detects_peer_failure = false;  ///< reports a dead peer by itself (EOF, RST, CQ error)
 };
+
+/// The largest payload of a channel or abort frame.
+constexpr size_t kMaxChannelPayload = 4096;
 
 class Link {
  public:
@@ -96,6 +108,12 @@ class Link {
   virtual bool cancel_recv(RecvRequest* request) = 0;
   /// Sends an abort frame for `op_seq` carrying `reason` (best effort).
   virtual void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) = 0;
+  /// Sends a FrameKind::channel frame with `header`'s op_seq, step, chunk, offset and flags and
+  /// `payload` (at most kMaxChannelPayload bytes), best effort: dropped when the link is not up.
+  virtual void send_channel(const FrameHeader& header, std::string payload) = 0;
+  /// True while the link has stopped reading from the peer because a large frame waits for its
+  /// receive to be posted here: silence from the peer is then no sign of a fault.
+  virtual bool holds_unmatched() const { return false; }
   /// Says goodbye and closes; later posts fail with HCOMM_ERR_ABORTED.
   virtual void close() = 0;
   /// The first error this link failed with; OK while healthy.

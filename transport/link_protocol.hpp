@@ -59,6 +59,29 @@ class LinkProtocol : public Protocol {
   /// Engine thread: the data plane is closing; drop what open() set up (listeners, ...).
   virtual void shutdown() {}
 
+  // ---- reconnection (failover/): a new link to a peer after its first one failed. Both ranks
+  // call redial(); a protocol whose links need more than the address (RDMA's queue pair numbers)
+  // first makes its half with offer() and the two offers are exchanged over another link.
+
+  /// Whether links can be made again after creation.
+  virtual bool can_redial() const { return true; }
+  /// Whether redial() needs the peer's offer().
+  virtual bool needs_offer() const { return false; }
+  /// Engine thread: makes this rank's half of a new link to context.peer (replacing an earlier
+  /// one not yet used) and returns what the peer's redial() needs.
+  virtual Expected<std::string> offer(const LinkContext& context) {
+    (void)context;
+    return std::string();
+  }
+  /// Engine thread: a new link to context.peer, like create_link(); `peer_offer` is what the
+  /// peer's offer() returned ("" when needs_offer() is false).
+  virtual std::unique_ptr<Link> redial(const LinkContext& context, const std::string& peer_offer,
+                                       ProgressEngine::Clock::time_point deadline,
+                                       UpCallback on_up) {
+    (void)peer_offer;
+    return create_link(context, deadline, std::move(on_up));
+  }
+
   /// Built-ins make links, not connections.
   Expected<std::unique_ptr<Connection>> connect(int, const std::string&,
                                                 std::chrono::steady_clock::time_point) override {

@@ -8,6 +8,7 @@
 // collective the other ranks' matching operation fails with the same code naming this rank.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,12 +40,52 @@ struct PointToPointOp {
 /// What a communicator knows of one of its ranks (for tools such as hcomm-info).
 struct RankInfo {
   int rank = -1;
-  std::string host;         ///< hostname
-  std::string host_id;      ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
-  std::string address;      ///< where it listens
-  std::string transport;    ///< what this rank's link to it uses: "self", "shm" or "tcp"
-  int ring_position = -1;   ///< its place in the topology-aware order of rings and chains
-  uint64_t bytes_sent = 0;  ///< payload bytes this rank has sent to it so far (0 for itself)
+  std::string host;     ///< hostname
+  std::string host_id;  ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
+  std::string address;  ///< where it listens
+  /// What carries traffic to it now: "self", "shm", "rdma", "tcp", an application protocol's
+  /// name, or "tcp-fallback" while the link supervisor has moved it to its fallback link;
+  /// "none" while no link to it is up, "lost" once it is lost (HCOMM_ERR_PEER_LOST).
+  std::string transport;
+  std::string primary_transport;  ///< the protocol chosen at creation ("self" for itself)
+  int ring_position = -1;         ///< its place in the topology-aware order of rings and chains
+  uint64_t bytes_sent = 0;        ///< payload bytes this rank has sent to it so far (0 for itself)
+};
+
+/// One thing the link supervisor did or saw (Communicator::failover_stats()).
+struct LinkEvent {
+  enum class Kind {
+    failover,           ///< traffic moved from the primary link to the fallback
+    failback,           ///< traffic moved back to the primary link
+    link_down,          ///< a link that carried no traffic failed (it will be reconnected)
+    reconnect_attempt,  ///< a link is being made again
+    reconnected,        ///< ... and is up
+    pinned,             ///< too many failovers: the peer stays on its fallback
+    peer_lost,          ///< every link down past HCOMM_PEER_TIMEOUT_MS: the peer is gone
+  };
+  std::chrono::system_clock::time_point when;
+  int peer = -1;
+  Kind kind = Kind::failover;
+  std::string from;  ///< the link traffic left (or the link concerned): "rdma", "tcp-fallback", ...
+  std::string to;    ///< the link traffic moved to ("" when none)
+  std::string reason;
+  /// failover and peer_lost: how long after the peer's last sign of life the fault was decided.
+  double detection_ms = 0;
+};
+/// "failover", "failback", ...
+const char* link_event_name(LinkEvent::Kind kind);
+
+/// What the link supervisors of one communicator did (counters since creation).
+struct FailoverStats {
+  uint64_t failovers = 0;
+  uint64_t failbacks = 0;
+  uint64_t reconnect_attempts = 0;
+  uint64_t reconnects = 0;
+  uint64_t peers_lost = 0;
+  uint64_t frames_replayed = 0;     ///< unacknowledged frames sent again on a new link
+  uint64_t bytes_replayed = 0;      ///< their payload bytes
+  uint64_t duplicates_dropped = 0;  ///< frames that arrived twice and were delivered once
+  std::vector<LinkEvent> events;    ///< oldest first; the last 4096
 };
 
 class Communicator {
@@ -137,6 +178,22 @@ class Communicator {
   std::string algorithm_for(const std::string& op_name, size_t bytes) const;
   /// Every rank of the communicator, by rank.
   std::vector<RankInfo> ranks() const;
+
+  // ---- faults (README: "Failover")
+  /// Any thread: what the link supervisors did so far.
+  FailoverStats failover_stats() const;
+  /// Ranks this rank has declared lost (HCOMM_ERR_PEER_LOST), ascending.
+  std::vector<int> lost_peers() const;
+  /// Any thread, never blocks: every operation in flight and every later one completes with
+  /// HCOMM_ERR_ABORTED carrying `reason`, and the peers' operations on this communicator fail
+  /// too instead of waiting. Destroy the communicator afterwards (or shrink() it).
+  void abort(const std::string& reason = "the application aborted the communicator");
+  /// Collective over the surviving ranks (like ncclCommShrink / MPI_Comm_shrink): a new
+  /// communicator of every rank not lost, numbered in the order of their ranks here, connected
+  /// afresh (it no longer needs rank 0's rendezvous). Every survivor must call it; a rank lost
+  /// during the call fails it with HCOMM_ERR_PEER_LOST (call it again). This communicator stays
+  /// usable for nothing but destruction.
+  Expected<std::unique_ptr<Communicator>> shrink();
 
  private:
   explicit Communicator(std::unique_ptr<detail::CommunicatorImpl> impl);

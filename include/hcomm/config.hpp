@@ -85,6 +85,36 @@ struct Config {
   /// HCOMM_TIMEOUT_MS: how long the blocking forms (Communicator::allreduce, ...) wait.
   std::chrono::milliseconds op_timeout{300000};
 
+  // ---- failover (README: "Failover")
+  /// HCOMM_FAILOVER: "auto" gives every RDMA and TCP peer a reliable channel with a TCP fallback
+  /// link (shared memory between the processes of one host is left as it is); "on" also shared
+  /// memory; "off" none: a link fault then fails the operations on it with HCOMM_ERR_TRANSPORT.
+  std::string failover = "auto";
+  /// HCOMM_FALLBACK_IFNAME: interface of the fallback TCP links (e.g. a management network).
+  /// Empty: the interface the communicator listens on (HCOMM_SOCKET_IFNAME).
+  std::string fallback_ifname;
+  /// HCOMM_KEEPALIVE_MS: a link that sent nothing for this long sends a heartbeat.
+  std::chrono::milliseconds keepalive_interval{200};
+  /// HCOMM_KEEPALIVE_TIMEOUT_MS: a link with no sign of life (any frame) for this long is dead.
+  std::chrono::milliseconds keepalive_timeout{800};
+  /// HCOMM_PHI_THRESHOLD: > 0 also suspects a link once its phi-accrual level (from the
+  /// observed arrival intervals) passes this value, e.g. 8; 0 = the timeout alone.
+  double phi_threshold = 0;
+  /// HCOMM_PEER_TIMEOUT_MS: a peer whose every link stays down this long is lost
+  /// (HCOMM_ERR_PEER_LOST for everything involving it).
+  std::chrono::milliseconds peer_timeout{5000};
+  /// HCOMM_RECONNECT_MIN_MS / HCOMM_RECONNECT_MAX_MS: backoff between reconnection attempts
+  /// (doubling, with jitter).
+  std::chrono::milliseconds reconnect_min{100};
+  std::chrono::milliseconds reconnect_max{2000};
+  /// HCOMM_FAILBACK_MS: a reconnected primary must carry heartbeats this long before traffic
+  /// moves back to it.
+  std::chrono::milliseconds failback_after{600};
+  /// HCOMM_FAILOVER_LIMIT "R/T": more than R failovers within T seconds keep the peer on its
+  /// fallback for good (and say so). Default "5/30".
+  int failover_limit = 5;
+  std::chrono::milliseconds failover_window{30000};
+
   // ---- runtime
   int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads (control plane only)
   /// HCOMM_SPIN_US: how long a thread waiting for an operation drives progress itself (busy

@@ -119,9 +119,9 @@ struct Observer final : LinkObserver {
     std::lock_guard<std::mutex> lock(mutex);
     aborts.emplace_back(peer, comm_id, op_seq, reason);
   }
-  bool is_aborted(uint32_t, uint64_t op_seq) const override {
+  bool should_drop(const FrameHeader& header) override {
     std::lock_guard<std::mutex> lock(mutex);
-    return aborted_ops.count(op_seq) != 0;
+    return aborted_ops.count(header.op_seq) != 0;
   }
   void on_link_failed(int peer, const Status& st, bool is_graceful) override {
     std::lock_guard<std::mutex> lock(mutex);

@@ -296,12 +296,24 @@ void RdmaLink::post_send(SendRequest* request) {
 }
 
 void RdmaLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::abort);
+  h.comm_id = comm_id;
+  h.op_seq = op_seq;
+  send_control(h, reason.substr(0, kMaxChannelPayload));
+}
+
+void RdmaLink::send_channel(const FrameHeader& header, std::string payload) {
+  FrameHeader h = header;
+  h.kind = static_cast<uint8_t>(FrameKind::channel);
+  send_control(h, std::move(payload));
+}
+
+void RdmaLink::send_control(const FrameHeader& header, std::string payload) {
   if (!error_.ok() || !up_ || closing_) return;
   Outgoing& o = sendq_.emplace_back();
-  o.owned = reason.substr(0, FrameAssembler::kMaxControlPayload);
-  o.header.kind = static_cast<uint8_t>(FrameKind::abort);
-  o.header.comm_id = comm_id;
-  o.header.op_seq = op_seq;
+  o.owned = std::move(payload);
+  o.header = header;
   o.header.length = o.owned.size();
   stamp_.stamp(o.header);
   if (next_to_post_ == sendq_.end()) next_to_post_ = std::prev(sendq_.end());
@@ -637,7 +649,7 @@ void RdmaLink::process(int slot, uint32_t bytes) {
       if (n < sizeof fh || frames_->active())
         return fail({HCOMM_ERR_TRANSPORT, name_ + ": frame boundaries lost"}, false);
       std::memcpy(&fh, body, sizeof fh);
-      if (fh.magic != FrameHeader::kMagic)
+      if ((fh.magic != FrameHeader::kMagic || fh.version != FrameHeader::kVersion))
         return fail({HCOMM_ERR_TRANSPORT, name_ + ": a frame without hcomm's magic arrived"},
                     false);
       body += sizeof fh;

@@ -95,6 +95,7 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void send_channel(const FrameHeader& header, std::string payload) override;
   void close() override;
   const Status& error() const override { return error_; }
 
@@ -110,6 +111,8 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   uint64_t zero_copy_messages() const { return zero_copy_; }
 
  private:
+  /// Queues a frame of the link's own (abort, channel) carrying `payload`.
+  void send_control(const FrameHeader& header, std::string payload);
   struct MessageHeader;
   struct Outgoing {
     FrameHeader header;

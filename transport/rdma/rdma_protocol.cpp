@@ -21,10 +21,10 @@ Expected<std::string> RdmaProtocol::open(const ProtocolContext& context) {
   return device_->name() + " " + gid_text(device_->gid());
 }
 
-Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
-                             Rendezvous::Deadline deadline) {
+RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   RdmaLinkParams params;
   params.my_rank = context_.rank;
+  params.peer = peer;
   params.num_qps = config_.num_qps;
   params.max_inline = config_.max_inline;
   params.timeout = config_.rdma_timeout;
@@ -33,11 +33,15 @@ Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvo
   params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
                    : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
                                                        : BufferMode::zero_copy;
+  return params;
+}
+
+Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+                             Rendezvous::Deadline deadline) {
   // One line per peer: "<peer> <endpoint>".
   std::string mine;
   for (int peer : peers) {
-    params.peer = peer;
-    auto link = RdmaLink::create(device_, params);
+    auto link = RdmaLink::create(device_, link_params(peer));
     if (!link.ok()) return link.status();
     mine += std::to_string(peer) + " " + link.value()->local_endpoint().encode() + "\n";
     links_[peer] = std::move(link.value());
@@ -89,6 +93,36 @@ std::unique_ptr<Link> RdmaProtocol::create_link(const LinkContext& context,
   links_.erase(it);
   link->start(*engine_, *context.observer, context.bytes_sent, std::move(on_up));
   return link;
+}
+
+Expected<std::string> RdmaProtocol::offer(const LinkContext& context) {
+  auto link = RdmaLink::create(device_, link_params(context.peer));
+  if (!link.ok()) return link.status();
+  std::string endpoint = link.value()->local_endpoint().encode();
+  links_[context.peer] = std::move(link.value());
+  return endpoint;
+}
+
+std::unique_ptr<Link> RdmaProtocol::redial(const LinkContext& context,
+                                           const std::string& peer_offer,
+                                           ProgressEngine::Clock::time_point deadline,
+                                           UpCallback on_up) {
+  auto it = links_.find(context.peer);
+  if (it == links_.end()) {
+    on_up({HCOMM_ERR_INTERNAL,
+           "no RDMA queue pairs were offered to rank " + std::to_string(context.peer)});
+    return nullptr;
+  }
+  auto endpoint = RdmaEndpoint::decode(peer_offer);
+  Status st = endpoint.ok() ? it->second->connect(endpoint.value()) : endpoint.status();
+  if (!st.ok()) {
+    links_.erase(it);
+    on_up(st);
+    return nullptr;
+  }
+  // No RTS barrier as at creation: the peer connects its half when this offer or its reply
+  // reaches it, a round trip later, and the queue pairs' retries cover that.
+  return create_link(context, deadline, std::move(on_up));
 }
 
 }  // namespace hcomm::transport::rdma

@@ -31,8 +31,16 @@ class RdmaProtocol final : public LinkProtocol {
   std::unique_ptr<Link> create_link(const LinkContext& context,
                                     ProgressEngine::Clock::time_point deadline,
                                     UpCallback on_up) override;
+  bool needs_offer() const override { return true; }
+  /// New queue pairs for context.peer; returns their encoded endpoint.
+  Expected<std::string> offer(const LinkContext& context) override;
+  std::unique_ptr<Link> redial(const LinkContext& context, const std::string& peer_offer,
+                               ProgressEngine::Clock::time_point deadline,
+                               UpCallback on_up) override;
 
  private:
+  RdmaLinkParams link_params(int peer) const;
+
   ProtocolContext context_;
   std::shared_ptr<RdmaDevice> device_;
   std::map<int, std::unique_ptr<RdmaLink>> links_;  // prepared, not yet handed out

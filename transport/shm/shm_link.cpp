@@ -159,12 +159,24 @@ void ShmLink::post_send(SendRequest* request) {
 }
 
 void ShmLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::abort);
+  h.comm_id = comm_id;
+  h.op_seq = op_seq;
+  send_control(h, reason.substr(0, kMaxChannelPayload));
+}
+
+void ShmLink::send_channel(const FrameHeader& header, std::string payload) {
+  FrameHeader h = header;
+  h.kind = static_cast<uint8_t>(FrameKind::channel);
+  send_control(h, std::move(payload));
+}
+
+void ShmLink::send_control(const FrameHeader& header, std::string payload) {
   if (!error_.ok() || !up_ || closing_) return;
   Outgoing& o = sendq_.emplace_back();
-  o.owned = reason.substr(0, kCellBytes);
-  o.header.kind = static_cast<uint8_t>(FrameKind::abort);
-  o.header.comm_id = comm_id;
-  o.header.op_seq = op_seq;
+  o.owned = std::move(payload);
+  o.header = header;
   o.header.length = o.owned.size();
   stamp_.stamp(o.header);
   pump_sends();
@@ -242,7 +254,7 @@ void ShmLink::match(RecvRequest* request) {
 bool ShmLink::begin_frame() {
   const FrameHeader& h = cur_.header;
   if (h.kind != static_cast<uint8_t>(FrameKind::data)) return true;  // read into `payload`
-  if (observer_.is_aborted(h.comm_id, h.op_seq)) {
+  if (observer_.should_drop(h)) {
     cur_.drop = true;
     return true;
   }
@@ -279,7 +291,8 @@ bool ShmLink::pump_receives() {
       cur_ = Incoming();
       cur_.header = segment_.cell_header(in_, in_head_);
       cur_.active = true;
-      if (cur_.header.magic != FrameHeader::kMagic) {
+      if ((cur_.header.magic != FrameHeader::kMagic ||
+           cur_.header.version != FrameHeader::kVersion)) {
         receiving_ = false;
         fail({HCOMM_ERR_INTERNAL, name_ + ": corrupt frame header in the ring"}, false);
         return true;
@@ -329,9 +342,10 @@ void ShmLink::finish_frame() {
   Incoming f = std::move(cur_);  // callbacks below may start the next frame
   cur_ = Incoming();
   const auto kind = static_cast<FrameKind>(f.header.kind);
-  if (kind == FrameKind::abort) {
-    std::string reason(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
-    observer_.on_remote_abort(params_.peer, f.header.comm_id, f.header.op_seq, reason);
+  if (kind == FrameKind::abort || kind == FrameKind::channel) {
+    std::string text(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
+    if (kind == FrameKind::channel) return observer_.on_channel_frame(params_.peer, f.header, text);
+    observer_.on_remote_abort(params_.peer, f.header.comm_id, f.header.op_seq, text);
     return;
   }
   if (kind != FrameKind::data) return;

@@ -59,6 +59,8 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void send_channel(const FrameHeader& header, std::string payload) override;
+  bool holds_unmatched() const override { return cur_.holding; }
   void close() override;
   const Status& error() const override { return error_; }
 
@@ -92,6 +94,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
     Clock::time_point held_since;
   };
 
+  void send_control(const FrameHeader& header, std::string payload);
   void try_attach(Clock::time_point deadline);
   void wait_attached(Clock::time_point deadline);
   void went_up();

@@ -21,6 +21,9 @@ class ShmProtocol final : public LinkProtocol {
   std::unique_ptr<Link> create_link(const LinkContext& context,
                                     ProgressEngine::Clock::time_point deadline,
                                     UpCallback on_up) override;
+  /// A shared-memory link is not made again: its segment and doorbell names belong to the pair
+  /// of ranks, and the medium fails only with a process (failover: the peer stays on TCP).
+  bool can_redial() const override { return false; }
 
  private:
   std::string host_id_;

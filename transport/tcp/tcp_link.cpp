@@ -8,6 +8,7 @@
 
 #include "log/log.hpp"
 #include "transport/tcp/tcp_connector.hpp"
+#include "transport/tcp/tcp_listener.hpp"
 
 namespace hcomm::transport::tcp {
 namespace {
@@ -20,6 +21,7 @@ class OwnedFrame final : public SendRequest {
     payload = text_.data();
   }
   void on_sent(const Status&) override { delete this; }
+  size_t text_size() const { return text_.size(); }
 
  private:
   std::string text_;
@@ -39,6 +41,7 @@ TcpLink::TcpLink(ProgressEngine& engine, TcpLinkParams params, LinkObserver& obs
 }
 
 TcpLink::~TcpLink() {
+  if (params_.listener != nullptr) params_.listener->unroute(params_.peer, this);
   if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
   connectors_.clear();
   fail({HCOMM_ERR_ABORTED, "the communicator was destroyed"}, /*notify=*/false);
@@ -188,23 +191,42 @@ bool TcpLink::cancel_recv(RecvRequest* request) {
   return posted_.cancel(request);
 }
 
-void TcpLink::send_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string text) {
+void TcpLink::send_control(FrameHeader header, std::string text) {
   if (!error_.ok() || !up_) return;
   auto* frame = new OwnedFrame(std::move(text));
-  frame->header.kind = static_cast<uint8_t>(kind);
-  frame->header.comm_id = comm_id;
-  frame->header.op_seq = op_seq;
+  frame->header = header;
+  frame->header.length = frame->text_size();
   post_send(frame);
 }
 
 void TcpLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  send_control(FrameKind::abort, comm_id, op_seq, reason);
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::abort);
+  h.comm_id = comm_id;
+  h.op_seq = op_seq;
+  send_control(h, reason.substr(0, kMaxChannelPayload));
+}
+
+void TcpLink::send_channel(const FrameHeader& header, std::string payload) {
+  FrameHeader h = header;
+  h.kind = static_cast<uint8_t>(FrameKind::channel);
+  h.comm_id = params_.comm_id;
+  send_control(h, std::move(payload));
+}
+
+bool TcpLink::holds_unmatched() const {
+  for (auto& s : streams_)
+    if (s && s->holding()) return true;
+  return false;
 }
 
 void TcpLink::close() {
   if (closing_) return;
   closing_ = true;
-  send_control(FrameKind::close, params_.comm_id, 0, "");
+  FrameHeader h;
+  h.kind = static_cast<uint8_t>(FrameKind::close);
+  h.comm_id = params_.comm_id;
+  send_control(h, "");
   for (auto& s : streams_)
     if (s) s->finish_sending();
 }
@@ -214,7 +236,7 @@ RecvRequest* TcpLink::match(const FrameHeader& header) {
 }
 
 bool TcpLink::drop(const FrameHeader& header) {
-  return observer_.is_aborted(header.comm_id, header.op_seq);
+  return observer_.should_drop(header);
 }
 
 void TcpLink::store_unexpected(const FrameHeader& header, Payload payload) {
@@ -229,6 +251,8 @@ void TcpLink::on_control(const FrameHeader& header, std::string payload) {
     HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
     return;
   }
+  if (static_cast<FrameKind>(header.kind) == FrameKind::channel)
+    return observer_.on_channel_frame(params_.peer, header, payload);
   observer_.on_remote_abort(params_.peer, header.comm_id, header.op_seq, payload);
 }
 

@@ -23,6 +23,7 @@
 namespace hcomm::transport::tcp {
 
 class TcpConnector;
+class TcpListener;
 
 struct TcpLinkParams {
   uint32_t comm_id = 0;
@@ -36,6 +37,9 @@ struct TcpLinkParams {
   /// Counts the payload bytes of data frames sent to the peer (not owned; may be null): read by
   /// other threads, hence atomic.
   std::atomic<uint64_t>* bytes_sent = nullptr;
+  /// Acceptor side: the listener that routes the peer's connections here (not owned; outlives
+  /// the link).
+  TcpListener* listener = nullptr;
 };
 
 class TcpLink final : public Link, public StreamOwner {
@@ -60,6 +64,8 @@ class TcpLink final : public Link, public StreamOwner {
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
+  void send_channel(const FrameHeader& header, std::string payload) override;
+  bool holds_unmatched() const override;
   void close() override;
   const Status& error() const override { return error_; }
   bool is_up() const override { return up_; }
@@ -76,7 +82,7 @@ class TcpLink final : public Link, public StreamOwner {
   void stream_ready(size_t index, int fd);
   void establishment_failed(const Status& status);
   void fail(const Status& status, bool notify = true);
-  void send_control(FrameKind kind, uint32_t comm_id, uint64_t op_seq, std::string payload);
+  void send_control(FrameHeader header, std::string payload);
   Hello my_hello(uint32_t stream_index) const;
 
   ProgressEngine& engine_;

@@ -63,6 +63,11 @@ void TcpListener::route(int peer, TcpLink* link) {
   for (auto& [fd, hello] : ready) link->adopt(fd, hello);
 }
 
+void TcpListener::unroute(int peer, const TcpLink* link) {
+  auto it = routes_.find(peer);
+  if (it != routes_.end() && it->second == link) routes_.erase(it);
+}
+
 void TcpListener::on_events(int fd, uint32_t) {
   if (fd == fd_) return accept_all();
   read_hello(fd);

@@ -25,6 +25,8 @@ class TcpListener final : public FdHandler {
   void start();
   /// Connections from `link->peer()` go to `link` from now on (including parked ones).
   void route(int peer, TcpLink* link);
+  /// `link` is going away: later connections from `peer` wait for the next route().
+  void unroute(int peer, const TcpLink* link);
   void on_events(int fd, uint32_t events) override;
 
  private:

@@ -34,6 +34,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.num_streams = config_.sockets_per_peer;
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion};
   p.bytes_sent = context.bytes_sent;
+  if (context.my_rank < context.peer) p.listener = listener_.get();
   auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));
   // The higher rank connects, the lower one accepts: exactly one connection set per pair.
   if (context.my_rank > context.peer) {

@@ -189,7 +189,7 @@ bool TcpStream::process_buffer() {
       if (avail < kHeader) return true;
       std::memcpy(&header_, rx_.data() + rx_begin_, kHeader);
       rx_begin_ += kHeader;
-      if (header_.magic != FrameHeader::kMagic) {
+      if ((header_.magic != FrameHeader::kMagic || header_.version != FrameHeader::kVersion)) {
         owner_.on_stream_failed({HCOMM_ERR_TRANSPORT, "protocol error on " + name_ +
                                                           ": bad frame magic (not an hcomm peer, "
                                                           "or a different hcomm version?)"},
@@ -222,7 +222,7 @@ bool TcpStream::process_buffer() {
 void TcpStream::start_payload() {
   request_ = nullptr;
   auto kind = static_cast<FrameKind>(header_.kind);
-  if (kind == FrameKind::abort || kind == FrameKind::close) {
+  if (kind == FrameKind::abort || kind == FrameKind::close || kind == FrameKind::channel) {
     target_ = header_.length <= kMaxControlPayload ? Target::control : Target::discard;
     control_.clear();
   } else if (owner_.drop(header_)) {

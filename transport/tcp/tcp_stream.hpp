@@ -53,6 +53,8 @@ class TcpStream final : public FdHandler {
   /// If this stream holds back the payload of a frame `request` matches (see hold()), hands it
   /// to `request` and resumes reading; false otherwise.
   bool claim(RecvRequest* request);
+  /// Reading is paused for a held frame (see hold()).
+  bool holding() const { return target_ == Target::held; }
 
  private:
   enum class Target { none, direct, pieces, unexpected, held, control, discard };

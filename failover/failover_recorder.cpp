@@ -1,0 +1,72 @@
+#include "failover/failover_recorder.hpp"
+
+namespace hcomm::failover {
+
+void FailoverRecorder::record(LinkEvent event) {
+  event.when = std::chrono::system_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch (event.kind) {
+    case LinkEvent::Kind::failover:
+      ++stats_.failovers;
+      break;
+    case LinkEvent::Kind::failback:
+      ++stats_.failbacks;
+      break;
+    case LinkEvent::Kind::reconnect_attempt:
+      ++stats_.reconnect_attempts;
+      break;
+    case LinkEvent::Kind::reconnected:
+      ++stats_.reconnects;
+      break;
+    case LinkEvent::Kind::peer_lost:
+      ++stats_.peers_lost;
+      break;
+    case LinkEvent::Kind::link_down:
+    case LinkEvent::Kind::pinned:
+      break;
+  }
+  if (stats_.events.size() == kMaxEvents) stats_.events.erase(stats_.events.begin());
+  stats_.events.push_back(std::move(event));
+}
+
+void FailoverRecorder::count_replay(uint64_t frames, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.frames_replayed += frames;
+  stats_.bytes_replayed += bytes;
+}
+
+void FailoverRecorder::count_duplicate() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.duplicates_dropped;
+}
+
+FailoverStats FailoverRecorder::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace hcomm::failover
+
+namespace hcomm {
+
+const char* link_event_name(LinkEvent::Kind kind) {
+  switch (kind) {
+    case LinkEvent::Kind::failover:
+      return "failover";
+    case LinkEvent::Kind::failback:
+      return "failback";
+    case LinkEvent::Kind::link_down:
+      return "link_down";
+    case LinkEvent::Kind::reconnect_attempt:
+      return "reconnect_attempt";
+    case LinkEvent::Kind::reconnected:
+      return "reconnected";
+    case LinkEvent::Kind::pinned:
+      return "pinned";
+    case LinkEvent::Kind::peer_lost:
+      return "peer_lost";
+  }
+  return "?";
+}
+
+}  // namespace hcomm
