@@ -215,4 +215,9 @@ std::string RdmaDevice::describe() const {
          gid_text(gid_) + (netdev_.empty() ? "" : " (" + netdev_ + ")");
 }
 
+AsyncEventMonitor& RdmaDevice::events() {
+  if (!events_) events_ = std::make_unique<AsyncEventMonitor>(context_, port_, name_);
+  return *events_;
+}
+
 }  // namespace hcomm::transport::rdma

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hcomm/status.hpp"
+#include "transport/rdma/async_event_monitor.hpp"
 #include "transport/rdma/mr_cache.hpp"
 
 namespace hcomm::transport::rdma {
@@ -44,6 +45,8 @@ class RdmaDevice {
   Status registration_error(size_t bytes, int err) const;
   /// "rxe0 port 1 GID 3 ::ffff:198.18.0.1 (veth0)": for logs and errors.
   std::string describe() const;
+  /// The device's asynchronous events (engine thread; one engine per process).
+  AsyncEventMonitor& events();
 
  private:
   class Registrar;
@@ -59,6 +62,7 @@ class RdmaDevice {
   std::string netdev_;
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<MrCache> cache_;
+  std::unique_ptr<AsyncEventMonitor> events_;
 };
 
 /// "::ffff:198.18.0.1" (hex-free text of a GID).

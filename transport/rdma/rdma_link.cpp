@@ -238,12 +238,14 @@ void RdmaLink::start(ProgressEngine& engine, LinkObserver& observer,
   up_ = true;
   engine.add_poller(this);
   engine.add_fd(channel_->fd, EPOLLIN, this);
+  device_->events().subscribe(engine, this);
   HCOMM_LOG(info, log::kNet, "link up: %s", name_.c_str());
   if (on_up) on_up(Status{});
 }
 
 RdmaLink::~RdmaLink() {
   if (started_) {
+    device_->events().unsubscribe(this);
     engine_->remove_poller(this);
     engine_->remove_fd(channel_->fd);
   }
@@ -688,6 +690,15 @@ bool RdmaLink::cancel_recv(RecvRequest* request) {
 }
 
 // ---- failure
+
+void RdmaLink::on_device_fault(const std::string& what) {
+  fail({HCOMM_ERR_TRANSPORT, name_ + ": " + what}, false);
+}
+
+void RdmaLink::on_qp_fault(ibv_qp* qp, const std::string& what) {
+  if (std::find(qps_.begin(), qps_.end(), qp) != qps_.end())
+    fail({HCOMM_ERR_TRANSPORT, name_ + ": " + what}, false);
+}
 
 void RdmaLink::fail(const Status& status, bool graceful) {
   if (!error_.ok()) return;

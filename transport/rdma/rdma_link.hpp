@@ -68,7 +68,7 @@ struct RdmaEndpoint {
   static Expected<RdmaEndpoint> decode(const std::string& text);
 };
 
-class RdmaLink final : public Link, public Poller, public FdHandler {
+class RdmaLink final : public Link, public Poller, public FdHandler, public AsyncEventListener {
  public:
   using UpCallback = std::function<void(const Status&)>;
   static constexpr size_t kSlotBytes = 64 * 1024;
@@ -96,6 +96,9 @@ class RdmaLink final : public Link, public Poller, public FdHandler {
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
   void send_channel(const FrameHeader& header, std::string payload) override;
+  // AsyncEventListener: the device's events fail the link at once.
+  void on_device_fault(const std::string& what) override;
+  void on_qp_fault(ibv_qp* qp, const std::string& what) override;
   void close() override;
   const Status& error() const override { return error_; }
 
