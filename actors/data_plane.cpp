@@ -124,12 +124,13 @@ std::string DataPlane::carrier(int peer) const {
 }
 
 void DataPlane::abort(const std::string& reason) {
+  if (aborted_) return;  // the first reason stands, and the peers heard it
+  aborted_ = true;
   const Status status{HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
   executor_.abort_all(status);
   for (auto& link : links_)
     if (link && link->is_up())
-      link->send_abort(params_.comm_id, coll::ScheduleExecutor::kAbortAll,
-                       "rank " + std::to_string(params_.rank) + ": " + reason);
+      link->send_abort(params_.comm_id, coll::ScheduleExecutor::kAbortAll, reason);
 }
 
 void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {

@@ -111,6 +111,7 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   EventSink sink_;
   std::unique_ptr<std::atomic<int>[]> carrier_;  // by peer: the slot carrying traffic, -1: none
   std::unique_ptr<std::atomic<bool>[]> lost_;    // by peer
+  bool aborted_ = false;
 };
 
 }  // namespace hcomm::actors

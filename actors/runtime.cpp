@@ -93,6 +93,9 @@ Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
 Status Runtime::host_store(const std::string& host, uint16_t port) {
   std::lock_guard<std::mutex> lock(store_mutex_);
   if (store_) return {};
+  // A shrunk communicator's root started its store already (host_extra_store()).
+  for (const auto& s : extra_stores_)
+    if (s->port() == port) return {};
   auto server = boot::StoreServer::start(host, port);
   if (!server.ok()) return server.status();
   store_ = std::move(server.value());

@@ -38,7 +38,8 @@ class Runtime {
 
   caf::actor_system& system() { return *system_; }
   transport::ProgressEngine& engine() { return *engine_; }
-  /// Starts the rendezvous store on host:port unless this process already hosts it.
+  /// Starts the rendezvous store on host:port unless this process already hosts it (or an
+  /// extra store on that port).
   Status host_store(const std::string& host, uint16_t port);
   /// Starts another rendezvous store on host and an ephemeral port (Communicator::shrink(),
   /// whose survivors may have lost rank 0's); returns the port. It lives as long as the runtime.

@@ -436,25 +436,35 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   }
   send_on(slot, kSwitch, static_cast<uint32_t>(slot), 0, "");
   send_ack();
-  // Every frame not acknowledged goes again, in order; the peer drops what it has.
+  // Every frame not acknowledged goes again, in order; the peer drops what it has. A send may
+  // fail this link on the spot (and switch again, from inside the call): each step looks the
+  // frame up anew and stops once the link is no longer the active one.
   uint64_t frames = 0;
   uint64_t bytes = 0;
-  std::vector<Entry*> again;
+  std::vector<uint64_t> again;
   for (auto& [seq, e] : entries_)
-    if (!e->acked && e->proxy == nullptr) again.push_back(e.get());
-  for (Entry* e : again) {
-    if (e->sent_once) {
+    if (!e->acked && e->proxy == nullptr) again.push_back(seq);
+  for (uint64_t seq : again) {
+    if (active_ != slot) break;
+    auto it = entries_.find(seq);
+    if (it == entries_.end() || it->second->acked || it->second->proxy != nullptr) continue;
+    if (it->second->sent_once) {
       ++frames;
-      bytes += e->header.length;
+      bytes += it->second->header.length;
     }
-    transmit(e, slot);
+    transmit(it->second.get(), slot);
   }
   if (frames > 0) recorder_.count_replay(frames, bytes);
-  std::vector<Pending*> repost;
+  std::vector<transport::RecvRequest*> repost;
   for (auto& [user, p] : pending_)
-    if (p->proxy == nullptr) repost.push_back(p.get());
-  for (Pending* p : repost) post_pending(p, slot);
-  report(ChannelEvent::Kind::switched, slot, from == kNoSlot ? before : from, reason);
+    if (p->proxy == nullptr) repost.push_back(user);
+  for (transport::RecvRequest* user : repost) {
+    if (active_ != slot) break;
+    auto it = pending_.find(user);
+    if (it != pending_.end() && it->second->proxy == nullptr) post_pending(it->second.get(), slot);
+  }
+  if (active_ == slot)
+    report(ChannelEvent::Kind::switched, slot, from == kNoSlot ? before : from, reason);
 }
 
 void ReliableLink::follow_soon(int slot) {

@@ -101,8 +101,15 @@ void TcpLink::expect(ProgressEngine::Clock::time_point deadline) {
   });
 }
 
-void TcpLink::adopt(int fd, const Hello& hello) {
+bool TcpLink::adopt(int fd, const Hello& hello) {
   size_t index = hello.stream_index;
+  if (up_ && index < streams_.size() && streams_[index] &&
+      static_cast<int>(hello.num_streams) == params_.num_streams) {
+    // The peer connects again: it gave this link up (a failover it saw first). The connection
+    // is for the link that replaces this one.
+    fail({HCOMM_ERR_TRANSPORT, name_ + ": the peer connected again and left this connection"});
+    return false;
+  }
   if (index >= streams_.size() || streams_[index] ||
       static_cast<int>(hello.num_streams) != params_.num_streams) {
     HCOMM_LOG(warn, log::kNet,
@@ -110,22 +117,25 @@ void TcpLink::adopt(int fd, const Hello& hello) {
               "HCOMM_SOCKETS_PER_PEER the same on every rank?)",
               name_.c_str(), hello.stream_index, hello.num_streams, params_.num_streams);
     ::close(fd);
-    return establishment_failed(
+    establishment_failed(
         {HCOMM_ERR_INVALID_ARG, name_ + " connected with " + std::to_string(hello.num_streams) +
                                     " streams per peer, this rank expects " +
                                     std::to_string(params_.num_streams) +
                                     ": set the same HCOMM_SOCKETS_PER_PEER on every rank"});
+    return true;
   }
   Status st = configure_socket(fd, params_.socket_options);
   Hello reply = my_hello(static_cast<uint32_t>(index));
   if (!st.ok() ||
       send(fd, &reply, sizeof(reply), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(reply))) {
     ::close(fd);
-    return establishment_failed(
+    establishment_failed(
         st.ok() ? Status{HCOMM_ERR_TRANSPORT, "hello reply to " + name_ + ": " + strerror(errno)}
                 : st);
+    return true;
   }
   stream_ready(index, fd);
+  return true;
 }
 
 void TcpLink::stream_ready(size_t index, int fd) {

@@ -55,7 +55,9 @@ class TcpLink final : public Link, public StreamOwner {
   /// Acceptor side: fails establishment if the peer has not connected by `deadline`.
   void expect(ProgressEngine::Clock::time_point deadline);
   /// Acceptor side: an accepted connection whose Hello named this link; replies with our Hello.
-  void adopt(int fd, const Hello& hello);
+  /// False (the fd untouched, this link failed): the peer connected again for a stream this
+  /// link has, i.e. it gave this link up; the connection belongs to the link made next.
+  bool adopt(int fd, const Hello& hello);
 
   int peer() const override { return params_.peer; }
   const std::string& describe() const override { return name_; }

@@ -60,7 +60,8 @@ void TcpListener::route(int peer, TcpLink* link) {
   std::vector<std::pair<int, Hello>> ready;
   for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
   parked_.erase(range.first, range.second);
-  for (auto& [fd, hello] : ready) link->adopt(fd, hello);
+  for (auto& [fd, hello] : ready)
+    if (!link->adopt(fd, hello)) ::close(fd);
 }
 
 void TcpListener::unroute(int peer, const TcpLink* link) {
@@ -120,7 +121,7 @@ void TcpListener::read_hello(int fd) {
     parked_.emplace(hello.rank, std::make_pair(fd, hello));
     return;
   }
-  route->second->adopt(fd, hello);
+  if (!route->second->adopt(fd, hello)) parked_.emplace(hello.rank, std::make_pair(fd, hello));
 }
 
 }  // namespace hcomm::transport::tcp
