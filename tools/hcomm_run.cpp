@@ -58,7 +58,7 @@ constexpr size_t kMaxLineBytes = 64 * 1024;
 
 constexpr char kUsage[] =
     R"(Usage: hcomm-run -n N [--timeout S] [--port P] [--bind-to core|none] [--tag-output|--no-tag]
-                 prog [args...]
+                 [--keep-going] prog [args...]
 
 Starts N ranks of `prog args...` on this host and waits for all of them.
 
@@ -70,6 +70,8 @@ Starts N ranks of `prog args...` on this host and waits for all of them.
                 are at least N such CPUs, none otherwise
   --tag-output  prefix every output line with "[rank] " (default)
   --no-tag      pass output lines on without the prefix
+  --keep-going  when a rank fails, leave the others running and wait for all of them
+                (still under --timeout); for fault tests whose survivors must finish
   -h, --help    print this help
 
 Each rank gets HCOMM_RANK, HCOMM_WORLD_SIZE, HCOMM_LOCAL_RANK, HCOMM_LOCAL_SIZE and
@@ -78,9 +80,11 @@ are never split or mixed between ranks.
 
 When a rank fails (non-zero exit or a signal), the job times out, or the launcher gets
 SIGINT, SIGTERM or SIGHUP, all ranks are signalled (SIGTERM, or the launcher's signal),
-then SIGKILLed 2 s later. Exit status: 0 when all ranks succeed; the failing rank's exit
-code, or 128+signal if it was killed; 124 on timeout; 127 if prog cannot be executed;
-2 on bad usage.
+then SIGKILLed 2 s later. With --keep-going a failing rank stops nobody: each failure is
+reported as it happens, and once every rank is done one line sums up how each ended.
+Exit status: 0 when all ranks succeed; the (first) failing rank's exit code, or 128+signal
+if it was killed; 124 on timeout (also with --keep-going after a rank failed: the others
+did not finish); 127 if prog cannot be executed; 2 on bad usage.
 )";
 
 bool write_all(int fd, const char* data, size_t size) {
@@ -117,6 +121,7 @@ struct Options {
   double timeout_s = 0;  ///< 0: no timeout
   int port = 0;          ///< 0: pick a free port
   bool tag_output = true;
+  bool keep_going = false;  ///< a failing rank does not stop the others
   std::optional<bool> bind_to_core;  ///< unset: bind when there is a CPU per rank
   std::vector<char*> command;  ///< prog and its arguments, null-terminated for execvp
 };
@@ -197,6 +202,9 @@ Options parse_args(int argc, char** argv) {
     } else if (name == "--no-tag") {
       no_value();
       opts.tag_output = false;
+    } else if (name == "--keep-going") {
+      no_value();
+      opts.keep_going = true;
     } else {
       usage_error("unknown option '" + arg + "'");
     }
@@ -337,6 +345,7 @@ struct Rank {
   bool running = false;  ///< started and not yet reaped
   LineForwarder out;
   LineForwarder err;
+  std::string failure;  ///< --keep-going: how it failed ("exited with code 3"); empty: it did not
 };
 
 // What a forked child needs to become a rank; everything is prepared before fork.
@@ -409,6 +418,7 @@ class Launcher {
   void handle_signals();
   void reap();
   void report_exit(int rank, int status);
+  void report_outcomes() const;
   void terminate(int exit_code, int sig, const std::string& reason);
   void signal_ranks(int sig);
   void check_deadlines();
@@ -526,7 +536,7 @@ bool Launcher::start_rank(int rank) {
   std::string prefix = opts_.tag_output ? "[" + std::to_string(rank) + "] " : "";
   for (int fd : {out[0], err[0]}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   ranks_[rank] = Rank{pid, true, LineForwarder(out[0], &stdout_, prefix),
-                      LineForwarder(err[0], &stderr_, prefix)};
+                      LineForwarder(err[0], &stderr_, prefix), ""};
 
   // The status pipe closes on exec: EOF means the program runs (in the ranks' group, with its
   // death signal set), an errno means it never will.
@@ -587,6 +597,7 @@ int Launcher::run() {
       source->close();
     }
   }
+  if (opts_.keep_going) report_outcomes();
   return exit_code_;
 }
 
@@ -623,20 +634,49 @@ void Launcher::reap() {
 }
 
 // Only the first failure is reported: once the job is being stopped, ranks dying of the
-// launcher's signals are expected.
+// launcher's signals are expected. With --keep-going nothing is stopped, so every failure is
+// reported, and the first one decides the exit status.
 void Launcher::report_exit(int rank, int status) {
   if (terminating_) return;
-  std::string who = "rank " + std::to_string(rank);
+  std::string failure;
+  int exit_code = 0;
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    terminate(WEXITSTATUS(status), SIGTERM,
-              who + " exited with code " + std::to_string(WEXITSTATUS(status)) +
-                  "; terminating the other ranks");
+    exit_code = WEXITSTATUS(status);
+    failure = "exited with code " + std::to_string(exit_code);
   } else if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    terminate(128 + sig, SIGTERM,
-              who + " was killed by signal " + signal_name(sig) +
-                  (WCOREDUMP(status) ? " (core dumped)" : "") + "; terminating the other ranks");
+    exit_code = 128 + sig;
+    failure =
+        "was killed by signal " + signal_name(sig) + (WCOREDUMP(status) ? " (core dumped)" : "");
   }
+  if (failure.empty()) return;
+  std::string who = "rank " + std::to_string(rank);
+  if (!opts_.keep_going) {
+    terminate(exit_code, SIGTERM, who + " " + failure + "; terminating the other ranks");
+    return;
+  }
+  ranks_[rank].failure = failure;
+  if (exit_code_ == 0) exit_code_ = exit_code;
+  note(who + " " + failure + "; --keep-going: the other ranks go on");
+}
+
+// --keep-going: one line on how the job ended, once every rank is done. After a timeout or a
+// signal the ranks were stopped by the launcher, which terminate() has already said.
+void Launcher::report_outcomes() const {
+  if (terminating_) return;
+  std::string failed;
+  int succeeded = 0;
+  for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+    if (ranks_[rank].failure.empty()) {
+      ++succeeded;
+      continue;
+    }
+    failed += (failed.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " " +
+              ranks_[rank].failure;
+  }
+  if (failed.empty()) return;
+  note("--keep-going: " + std::to_string(succeeded) + " of " + std::to_string(ranks_.size()) +
+       " ranks exited with code 0; " + failed);
 }
 
 // Starts stopping the job: `sig` now, SIGKILL after the grace period. The first cause decides

@@ -52,6 +52,10 @@ HCOMM_NUM_QPS=4 HCOMM_RDMA_BUFFERS=static HCOMM_MAX_INLINE=64 \
   -b 8 -e 2M -f 16 -n 5 -w 1
 result bench_qps4_static $?
 
+step "failover: RoCE (UDP 4791) dropped for 5 s mid-run -> tcp-fallback -> back to rdma"
+bash "$(dirname "$0")/chaos_rdma.sh" "$build/tools"
+result chaos_rdma $?
+
 step "collective matrix over rdma (2 ranks: rxe0, rxe1)"
 HCOMM_DEBUG=INFO HCOMM_DEBUG_SUBSYS=NET \
   "$run" -n 2 --timeout 900 bash -c "$per_rank_device" "$build/tests/integration/collective_matrix" \

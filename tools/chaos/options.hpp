@@ -1,0 +1,67 @@
+// hcomm-chaos's command line: the workload, the faults (as written; fault_plan.hpp reads them),
+// the checks that decide the exit status, and the usage text. Usage errors end the process with
+// kExitUsage, reported by one rank only (every rank parses the same arguments).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hcomm::chaos {
+
+constexpr int kExitFailed = 1;  // a check failed, a result was wrong, an operation failed
+constexpr int kExitUsage = 2;
+
+enum class DataMode {
+  exact,   ///< small integers: every rank computes the exact expected result
+  random,  ///< seeded pseudo-random floats: a digest compared with a fault-free run's
+};
+
+struct Options {
+  // ---- workload
+  std::string op = "allreduce";
+  size_t bytes = size_t{1} << 20;
+  uint64_t iters = 0;      ///< 0: run for `seconds`
+  double seconds = 10;     ///< used when iters == 0
+  double interval_ms = 0;  ///< pause between two iterations
+  DataMode data = DataMode::exact;
+  uint64_t seed = 1;
+  int root = 0;
+  std::string algo;  ///< empty: the library's choice
+
+  // ---- faults, as written on the command line
+  std::vector<std::string> faults;
+  std::vector<std::string> flaps;
+
+  // ---- checks
+  std::optional<uint64_t> expect_digest;
+  bool expect_peer_lost = false;
+  std::optional<double> max_detect_ms;
+  std::optional<double> max_op_ms;
+  std::optional<uint64_t> expect_failovers;
+  std::optional<uint64_t> expect_failbacks;
+  std::optional<uint64_t> max_failovers;
+  std::vector<std::string> expect_events;  ///< link event kinds that must occur
+  bool expect_detection = false;
+  std::string expect_final_transport;
+
+  std::string json_path;
+};
+
+/// Whether this process is rank 0 (or not under a launcher): the one that reports usage errors.
+/// Read from the environment because the communicator does not exist yet.
+bool is_lead_rank();
+
+[[noreturn]] void usage_error(const std::string& msg);
+
+/// Exits on a usage error, and after printing the usage text for -h.
+Options parse_options(int argc, char** argv);
+
+/// "64K" -> 65536 (K, M, G: x1024); nullopt when not a size.
+std::optional<size_t> parse_size(const std::string& text);
+/// A finite decimal number >= 0 (seconds, milliseconds); nullopt otherwise.
+std::optional<double> parse_non_negative(const std::string& text);
+
+}  // namespace hcomm::chaos
