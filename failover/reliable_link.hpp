@@ -8,9 +8,10 @@
 // - the sender keeps every frame until the receiver acknowledges it: small frames as a copy (so
 //   a send completes at once, as an eager send does), large ones in place (the send completes
 //   when acknowledged, so the caller's buffer stays unchanged until then);
-// - the receiver acknowledges what it delivered to a receive (cumulative point plus ranges) and
-//   drops a frame it delivered already; a receive that was half filled when its link died skips
-//   the bytes it has when the frame comes again;
+// - the receiver acknowledges every frame that arrived whole — delivered to its receive, or
+//   stored until that is posted (a failover takes the stored frames over from the link left
+//   behind) — as a cumulative point plus ranges, and drops a frame it has already; a receive
+//   that was half filled when its link died skips the bytes it has when the frame comes again;
 // - on a fault (a link error, or no sign of life for HCOMM_KEEPALIVE_TIMEOUT_MS) traffic moves to
 //   the other link at once: the dead link is dropped, posted receives move over, every
 //   unacknowledged frame is sent again, and the peer is told (it follows the first frame it sees
@@ -36,6 +37,7 @@
 #include "transport/link.hpp"
 #include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
+#include "transport/unexpected_frames.hpp"
 
 namespace hcomm::failover {
 
@@ -157,6 +159,8 @@ class ReliableLink final : public transport::Link {
   void recycle(Entry& entry);
   void post_pending(Pending* pending, int slot);
   void on_proxy_received(RecvProxy* proxy, const Status& status);
+  /// Frame `seq` of the peer arrived whole (delivered or stored): acknowledged.
+  void on_delivered(uint64_t seq, uint8_t flags);
   bool drop_duplicate(int slot, const transport::FrameHeader& header);
   void on_slot_failed(int slot, const Status& status, bool graceful);
   void peer_closed(int slot, const Status& status);
@@ -191,6 +195,7 @@ class ReliableLink final : public transport::Link {
   // receiving
   std::unordered_map<transport::RecvRequest*, std::unique_ptr<Pending>> pending_;
   DeliveryWindow window_;
+  transport::UnexpectedFrames stored_;  // taken over from links that went away
   uint32_t unacked_deliveries_ = 0;
   bool ack_scheduled_ = false;
 };

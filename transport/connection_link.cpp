@@ -290,7 +290,6 @@ void ConnectionLink::fail(const Status& status, bool graceful, bool notify) {
   for (auto& o : queued)
     if (o.request != nullptr) o.request->on_sent(send_status);
   auto posted = posted_.take_all();
-  if (!graceful) unexpected_.clear();  // after a goodbye, what arrived is still valid
   frames_.fail(status);
   for (RecvRequest* request : posted) request->on_received(status);
   if (was_up && notify && !closing_) observer_.on_link_failed(peer_, status, graceful);

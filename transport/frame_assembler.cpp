@@ -77,8 +77,10 @@ FrameAssembler::Outcome FrameAssembler::finish() {
       // The receive may have been posted while the payload was arriving.
       if (RecvRequest* r = posted_.take(MatchKey::of(f.header)))
         unexpected_.deliver(r, f.header, std::move(f.payload));
-      else
+      else {
         unexpected_.store(f.header, std::move(f.payload));
+        observer_.on_frame_stored(peer_, f.header);
+      }
       break;
     case Target::control:
       if (static_cast<FrameKind>(f.header.kind) == FrameKind::close) return Outcome::goodbye;

@@ -9,9 +9,12 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hcomm/status.hpp"
 #include "transport/frame.hpp"
+#include "transport/payload.hpp"
 
 namespace hcomm::transport {
 
@@ -64,6 +67,11 @@ class LinkObserver {
   /// was aborted here, or the reliable channel delivered it already). Every data frame a link
   /// receives passes here first, which is what the keep-alive counts as a sign of life.
   virtual bool should_drop(const FrameHeader& header) = 0;
+  /// A data frame arrived whole before its receive was posted and is kept until it is.
+  virtual void on_frame_stored(int peer, const FrameHeader& header) {
+    (void)peer;
+    (void)header;
+  }
   /// A FrameKind::channel frame arrived (the reliable channel's heartbeats, acknowledgements,
   /// ...). Links pass them on unread.
   virtual void on_channel_frame(int peer, const FrameHeader& header, const std::string& payload) {
@@ -111,6 +119,9 @@ class Link {
   /// Sends a FrameKind::channel frame with `header`'s op_seq, step, chunk, offset and flags and
   /// `payload` (at most kMaxChannelPayload bytes), best effort: dropped when the link is not up.
   virtual void send_channel(const FrameHeader& header, std::string payload) = 0;
+  /// Hands over the frames that arrived before their receive was posted (stored, see
+  /// LinkObserver::on_frame_stored); they are no longer this link's.
+  virtual std::vector<std::pair<FrameHeader, Payload>> take_stored() { return {}; }
   /// True while the link has stopped reading from the peer because a large frame waits for its
   /// receive to be posted here: silence from the peer is then no sign of a fault.
   virtual bool holds_unmatched() const { return false; }

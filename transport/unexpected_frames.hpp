@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "transport/frame.hpp"
 #include "transport/link.hpp"
@@ -46,6 +47,15 @@ class UnexpectedFrames {
   }
 
   void clear() { frames_.clear(); }
+  bool contains(const MatchKey& key) const { return frames_.count(key) != 0; }
+
+  /// Every stored frame, handed over (a failover moves them off a link that is going away).
+  std::vector<std::pair<FrameHeader, Payload>> take_all() {
+    std::vector<std::pair<FrameHeader, Payload>> out;
+    for (auto& [key, stored] : frames_) out.emplace_back(stored.header, std::move(stored.payload));
+    frames_.clear();
+    return out;
+  }
 
  private:
   struct Stored {

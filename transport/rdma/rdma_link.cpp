@@ -720,7 +720,6 @@ void RdmaLink::fail(const Status& status, bool graceful) {
   for (auto& o : queued)
     if (o.request != nullptr && !o.notified) o.request->on_sent(send_status);
   auto posted = posted_.take_all();
-  if (!graceful) unexpected_.clear();
   if (frames_) frames_->fail(status);
   for (RecvRequest* request : posted) request->on_received(status);
   if (was_up && !closing_) observer_->on_link_failed(params_.peer, status, graceful);

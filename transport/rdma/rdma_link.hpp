@@ -96,6 +96,9 @@ class RdmaLink final : public Link, public Poller, public FdHandler, public Asyn
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
   void send_channel(const FrameHeader& header, std::string payload) override;
+  std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
+    return unexpected_.take_all();
+  }
   // AsyncEventListener: the device's events fail the link at once.
   void on_device_fault(const std::string& what) override;
   void on_qp_fault(ibv_qp* qp, const std::string& what) override;

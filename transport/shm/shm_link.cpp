@@ -353,7 +353,8 @@ void ShmLink::finish_frame() {
     // The receive may have been posted while the payload was being copied aside.
     if (RecvRequest* r = posted_.take(MatchKey::of(f.header)))
       return unexpected_.deliver(r, f.header, std::move(f.payload));
-    return unexpected_.store(f.header, std::move(f.payload));
+    unexpected_.store(f.header, std::move(f.payload));
+    return observer_.on_frame_stored(params_.peer, f.header);
   }
   if (f.dst != nullptr && f.header.length >= kStreamMinBytes) stream_fence();
   if (f.request != nullptr) f.request->on_received(f.rejected);
@@ -422,7 +423,6 @@ void ShmLink::fail(const Status& status, bool graceful) {
   for (auto& o : queued)
     if (o.request != nullptr) o.request->on_sent(send_status);
   auto posted = posted_.take_all();
-  if (!graceful) unexpected_.clear();  // after a goodbye, what arrived is still valid
   if (cur_.active && cur_.request != nullptr) {
     RecvRequest* r = cur_.request;
     cur_ = Incoming();

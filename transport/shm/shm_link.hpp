@@ -60,6 +60,9 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   bool cancel_recv(RecvRequest* request) override;
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
   void send_channel(const FrameHeader& header, std::string payload) override;
+  std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
+    return unexpected_.take_all();
+  }
   bool holds_unmatched() const override { return cur_.holding; }
   void close() override;
   const Status& error() const override { return error_; }

@@ -169,7 +169,6 @@ void TcpLink::fail(const Status& status, bool notify) {
   for (auto& s : streams_)
     if (s) s->shut(status, send_status);
   auto posted = posted_.take_all();
-  if (!peer_closed_) unexpected_.clear();  // after a goodbye, what arrived is still valid
   for (RecvRequest* request : posted) request->on_received(status);
   if (on_up_) std::exchange(on_up_, nullptr)(status);
   if (was_up && notify) observer_.on_link_failed(params_.peer, status, peer_closed_);
@@ -253,6 +252,7 @@ void TcpLink::store_unexpected(const FrameHeader& header, Payload payload) {
   // The receive may have been posted while this payload was still arriving.
   if (RecvRequest* r = match(header)) return unexpected_.deliver(r, header, std::move(payload));
   unexpected_.store(header, std::move(payload));
+  observer_.on_frame_stored(params_.peer, header);
 }
 
 void TcpLink::on_control(const FrameHeader& header, std::string payload) {
