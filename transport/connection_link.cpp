@@ -87,22 +87,7 @@ void ConnectionLink::post_send(SendRequest* request) {
   pump_sends();
 }
 
-void ConnectionLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  FrameHeader h;
-  h.kind = static_cast<uint8_t>(FrameKind::abort);
-  h.comm_id = comm_id;
-  h.op_seq = op_seq;
-  queue_control(h, reason.substr(0, kMaxChannelPayload));
-}
-
-void ConnectionLink::send_channel(const FrameHeader& header, std::string payload) {
-  FrameHeader h = header;
-  h.kind = static_cast<uint8_t>(FrameKind::channel);
-  h.comm_id = comm_id_;
-  queue_control(h, std::move(payload));
-}
-
-void ConnectionLink::queue_control(const FrameHeader& header, std::string text) {
+void ConnectionLink::send_control(const FrameHeader& header, std::string text) {
   if (!error_.ok() || closing_) return;
   Outgoing& o = sendq_.emplace_back();
   o.owned = std::move(text);
@@ -239,7 +224,7 @@ void ConnectionLink::close() {
   FrameHeader h;
   h.kind = static_cast<uint8_t>(FrameKind::close);
   h.comm_id = comm_id_;
-  queue_control(h, "");
+  send_control(h, "");
   closing_ = true;
   // Called from an on_sent() callback, the goodbye is still queued: pump_sends() ends the link
   // once it has sent it.

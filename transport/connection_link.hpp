@@ -57,8 +57,6 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
   void post_send(SendRequest* request) override;
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
-  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
-  void send_channel(const FrameHeader& header, std::string payload) override;
   std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
     return unexpected_.take_all();
   }
@@ -80,7 +78,7 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
     std::string owned;
   };
 
-  void queue_control(const FrameHeader& header, std::string text);
+  void send_control(const FrameHeader& header, std::string text) override;
   void pump_sends();
   Status send_frame(const Outgoing& frame);
   /// Hands every message receive() has to on_message(); true when there was one.

@@ -115,10 +115,21 @@ class Link {
   /// Removes a posted receive that has not started to receive; false when it is not posted.
   virtual bool cancel_recv(RecvRequest* request) = 0;
   /// Sends an abort frame for `op_seq` carrying `reason` (best effort).
-  virtual void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) = 0;
-  /// Sends a FrameKind::channel frame with `header`'s op_seq, step, chunk, offset and flags and
-  /// `payload` (at most kMaxChannelPayload bytes), best effort: dropped when the link is not up.
-  virtual void send_channel(const FrameHeader& header, std::string payload) = 0;
+  virtual void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
+    FrameHeader h;
+    h.kind = static_cast<uint8_t>(FrameKind::abort);
+    h.comm_id = comm_id;
+    h.op_seq = op_seq;
+    send_control(h, reason.substr(0, kMaxChannelPayload));
+  }
+  /// Sends a FrameKind::channel frame with `header`'s communicator, op_seq, step, chunk, offset
+  /// and flags and `payload` (at most kMaxChannelPayload bytes), best effort: dropped when the
+  /// link is not up.
+  virtual void send_channel(const FrameHeader& header, std::string payload) {
+    FrameHeader h = header;
+    h.kind = static_cast<uint8_t>(FrameKind::channel);
+    send_control(h, std::move(payload));
+  }
   /// Hands over the frames that arrived before their receive was posted (stored, see
   /// LinkObserver::on_frame_stored); they are no longer this link's.
   virtual std::vector<std::pair<FrameHeader, Payload>> take_stored() { return {}; }
@@ -129,6 +140,15 @@ class Link {
   virtual void close() = 0;
   /// The first error this link failed with; OK while healthy.
   virtual const Status& error() const = 0;
+
+ protected:
+  /// A medium's one way to send a frame of the link's own (abort, channel, goodbye) carrying
+  /// `payload`: queued behind the data, dropped when the link is not up. A link that is no
+  /// medium (failover's ReliableLink) overrides send_abort() and send_channel() instead.
+  virtual void send_control(const FrameHeader& header, std::string payload) {
+    (void)header;
+    (void)payload;
+  }
 };
 
 }  // namespace hcomm::transport

@@ -34,26 +34,7 @@ fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 # shellcheck source=two_hosts.sh
 . "$here/two_hosts.sh"
 
-two_hosts_require
-dir=$(mktemp -d)
-cleanup() {
-  two_hosts_down   # the nftables table lives in host A's namespace and goes with it
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-two_hosts_up "cut$$"
-two_hosts_wrapper "$dir/rank.sh"
-echo "$name: hosts $ns_a and $ns_b; fabric $fabric_a<->$fabric_b, management $mgmt_a<->$mgmt_b"
-
-cat > "$dir/drop-fabric.nft" << 'EOF'
-table inet chaos {
-  chain in { type filter hook input priority 0; iifname "fabric" drop; }
-  chain out { type filter hook output priority 0; oifname "fabric" drop; }
-}
-EOF
-
-unset HCOMM_TRANSPORT HCOMM_ALGO HCOMM_HOST_ID HCOMM_FAILOVER
-export HCOMM_SOCKET_IFNAME=fabric HCOMM_FALLBACK_IFNAME=mgmt HCOMM_CONNECT_TIMEOUT_MS=20000
+two_hosts_start "cut$$"
 workload=(-b 64K -n 2000 -d random -a ring)
 
 # chaos RUN_TIMEOUT LOG ARGS...: hcomm-chaos on both hosts, bounded.
@@ -67,8 +48,7 @@ echo "$name: 1. fault-free run"
 mgmt0=$(tx_bytes "$ns_a" mgmt)
 chaos 60 "$dir/clean.log" "${workload[@]}" || { cat "$dir/clean.log"; fail "the fault-free run failed"; }
 mgmt_clean=$(( $(tx_bytes "$ns_a" mgmt) - mgmt0 ))
-digest=$(sed -n 's/^\[0\] # digest: \([0-9a-f]\{16\}\).*/\1/p' "$dir/clean.log")
-[ -n "$digest" ] || { cat "$dir/clean.log"; fail "no digest in the fault-free run's output"; }
+digest=$(chaos_digest "$dir/clean.log") || exit 1
 echo "  digest $digest; $mgmt_clean bytes sent on host A's management interface"
 
 echo "$name: 2. the fabric of host A dropped from 2 s to 5 s (nftables)"

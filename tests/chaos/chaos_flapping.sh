@@ -31,33 +31,13 @@ fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 # shellcheck source=two_hosts.sh
 . "$here/two_hosts.sh"
 
-two_hosts_require
-dir=$(mktemp -d)
-cleanup() {
-  two_hosts_down   # the nftables table lives in host A's namespace and goes with it
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-two_hosts_up "flap$$"
-two_hosts_wrapper "$dir/rank.sh"
-echo "$name: hosts $ns_a and $ns_b; fabric $fabric_a<->$fabric_b, management $mgmt_a<->$mgmt_b"
-
-cat > "$dir/drop-fabric.nft" << 'EOF'
-table inet chaos {
-  chain in { type filter hook input priority 0; iifname "fabric" drop; }
-  chain out { type filter hook output priority 0; oifname "fabric" drop; }
-}
-EOF
-
-unset HCOMM_TRANSPORT HCOMM_ALGO HCOMM_HOST_ID HCOMM_FAILOVER
-export HCOMM_SOCKET_IFNAME=fabric HCOMM_FALLBACK_IFNAME=mgmt HCOMM_CONNECT_TIMEOUT_MS=20000
+two_hosts_start "flap$$"
 workload=(-b 64K -n 3000 -d random -a ring)
 
 echo "$name: 1. fault-free run"
 timeout 70 "$run" -n 2 --timeout 60 "$dir/rank.sh" "$chaos" "${workload[@]}" > "$dir/clean.log" 2>&1 \
   || { cat "$dir/clean.log"; fail "the fault-free run failed"; }
-digest=$(sed -n 's/^\[0\] # digest: \([0-9a-f]\{16\}\).*/\1/p' "$dir/clean.log")
-[ -n "$digest" ] || { cat "$dir/clean.log"; fail "no digest in the fault-free run's output"; }
+digest=$(chaos_digest "$dir/clean.log") || exit 1
 echo "  digest $digest"
 
 echo "$name: 2. host A's fabric dropped for 400 ms every 2 s, 6 times, failover limit 3/30"

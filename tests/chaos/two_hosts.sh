@@ -21,6 +21,13 @@
 #                            netns_hosts.sh) with its own UTS hostname; the rendezvous root is
 #                            rank 0's management address with the port hcomm-run chose
 #   tx_bytes NS IFACE        bytes sent so far on IFACE in namespace NS
+#   two_hosts_start TAG      all a fabric-fault test needs first (the caller sets $name): the
+#                            two hosts, $dir (removed at exit with the hosts), the wrapper
+#                            $dir/rank.sh, $dir/drop-fabric.nft (drops the fabric both ways in
+#                            the namespace that loads it) and the environment that puts the
+#                            primary links on the fabric and the fallback on the management
+#                            network
+#   chaos_digest LOG         the digest of hcomm-chaos' results in LOG (fails the test without)
 fabric_a=10.78.0.1 fabric_b=10.78.0.2
 mgmt_a=10.79.0.1 mgmt_b=10.79.0.2
 
@@ -82,4 +89,29 @@ EOF
 
 tx_bytes() {
   ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_bytes"
+}
+
+two_hosts_start() {
+  two_hosts_require
+  dir=$(mktemp -d)
+  # The nftables table lives in host A's namespace and goes with it.
+  trap 'two_hosts_down; rm -rf "$dir"' EXIT
+  two_hosts_up "$1"
+  two_hosts_wrapper "$dir/rank.sh"
+  echo "$name: hosts $ns_a and $ns_b; fabric $fabric_a<->$fabric_b, management $mgmt_a<->$mgmt_b"
+  cat > "$dir/drop-fabric.nft" << 'EOF'
+table inet chaos {
+  chain in { type filter hook input priority 0; iifname "fabric" drop; }
+  chain out { type filter hook output priority 0; oifname "fabric" drop; }
+}
+EOF
+  unset HCOMM_TRANSPORT HCOMM_ALGO HCOMM_HOST_ID HCOMM_FAILOVER
+  export HCOMM_SOCKET_IFNAME=fabric HCOMM_FALLBACK_IFNAME=mgmt HCOMM_CONNECT_TIMEOUT_MS=20000
+}
+
+chaos_digest() {
+  local digest
+  digest=$(sed -n 's/^\[0\] # digest: \([0-9a-f]\{16\}\).*/\1/p' "$1")
+  [ -n "$digest" ] || { cat "$1"; fail "no digest in hcomm-chaos' output ($1)"; }
+  echo "$digest"
 }

@@ -1,6 +1,7 @@
 // hcomm-bench's command line: getopt parsing with nccl-tests' flags, checked strictly (a bad
 // value is a usage error, never a guess), and the sweep of sizes the flags describe.
 #include "bench/options.hpp"
+#include "byte_count.hpp"
 
 #include <getopt.h>
 
@@ -43,22 +44,10 @@ const char kUsage[] =
     "rank's median iteration. Exit status: 0, 1 when a result is wrong or an operation fails,\n"
     "2 on bad usage.\n";
 
-// "64M" -> 67108864. Rejects signs, junk and overflow rather than guessing.
 size_t parse_bytes(const char* flag, const char* s) {
-  if (!std::isdigit(static_cast<unsigned char>(*s)))
-    usage_error(std::string(flag) + ": not a size: '" + s + "'");
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  static const char kSuffixes[] = "KMG";  // x1024 each, as nccl-tests
-  const char* suffix = *end == '\0'
-                           ? nullptr
-                           : std::strchr(kSuffixes, std::toupper(static_cast<unsigned char>(*end)));
-  const unsigned shift = suffix == nullptr ? 0 : 10 * static_cast<unsigned>(suffix - kSuffixes + 1);
-  if (suffix != nullptr) ++end;
-  if (errno != 0 || *end != '\0' || v > (std::numeric_limits<size_t>::max() >> shift))
-    usage_error(std::string(flag) + ": not a size: '" + s + "'");
-  return static_cast<size_t>(v) << shift;
+  auto bytes = tools::parse_byte_count(s);
+  if (!bytes) usage_error(std::string(flag) + ": not a size: '" + s + "'");
+  return *bytes;
 }
 
 long parse_int(const char* flag, const char* s, long lo, long hi) {

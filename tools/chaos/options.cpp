@@ -1,6 +1,7 @@
 // hcomm-chaos's command line: getopt_long parsing, checked strictly (a bad value is a usage
 // error, never a guess), and the usage text with examples.
 #include "chaos/options.hpp"
+#include "byte_count.hpp"
 
 #include <getopt.h>
 
@@ -169,22 +170,6 @@ bool is_lead_rank() {
   std::exit(kExitUsage);
 }
 
-std::optional<size_t> parse_size(const std::string& text) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  static const char kSuffixes[] = "KMG";
-  const char* suffix = *end == '\0'
-                           ? nullptr
-                           : std::strchr(kSuffixes, std::toupper(static_cast<unsigned char>(*end)));
-  const unsigned shift = suffix == nullptr ? 0 : 10 * static_cast<unsigned>(suffix - kSuffixes + 1);
-  if (suffix != nullptr) ++end;
-  if (errno != 0 || *end != '\0' || v > (std::numeric_limits<size_t>::max() >> shift))
-    return std::nullopt;
-  return static_cast<size_t>(v) << shift;
-}
-
 std::optional<double> parse_non_negative(const std::string& text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
   char* end = nullptr;
@@ -225,7 +210,7 @@ Options parse_options(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, ":b:n:s:i:d:r:a:J:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b': {
-        auto v = parse_size(optarg);
+        auto v = tools::parse_byte_count(optarg);
         if (!v || *v == 0) usage_error(std::string("-b: not a size > 0: '") + optarg + "'");
         o.bytes = *v;
         break;

@@ -59,8 +59,6 @@ bool is_lead_rank();
 /// Exits on a usage error, and after printing the usage text for -h.
 Options parse_options(int argc, char** argv);
 
-/// "64K" -> 65536 (K, M, G: x1024); nullopt when not a size.
-std::optional<size_t> parse_size(const std::string& text);
 /// A finite decimal number >= 0 (seconds, milliseconds); nullopt otherwise.
 std::optional<double> parse_non_negative(const std::string& text);
 

@@ -297,20 +297,6 @@ void RdmaLink::post_send(SendRequest* request) {
   pump_sends();
 }
 
-void RdmaLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  FrameHeader h;
-  h.kind = static_cast<uint8_t>(FrameKind::abort);
-  h.comm_id = comm_id;
-  h.op_seq = op_seq;
-  send_control(h, reason.substr(0, kMaxChannelPayload));
-}
-
-void RdmaLink::send_channel(const FrameHeader& header, std::string payload) {
-  FrameHeader h = header;
-  h.kind = static_cast<uint8_t>(FrameKind::channel);
-  send_control(h, std::move(payload));
-}
-
 void RdmaLink::send_control(const FrameHeader& header, std::string payload) {
   if (!error_.ok() || !up_ || closing_) return;
   Outgoing& o = sendq_.emplace_back();

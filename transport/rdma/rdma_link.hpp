@@ -94,8 +94,6 @@ class RdmaLink final : public Link, public Poller, public FdHandler, public Asyn
   void post_send(SendRequest* request) override;
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
-  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
-  void send_channel(const FrameHeader& header, std::string payload) override;
   std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
     return unexpected_.take_all();
   }
@@ -117,8 +115,7 @@ class RdmaLink final : public Link, public Poller, public FdHandler, public Asyn
   uint64_t zero_copy_messages() const { return zero_copy_; }
 
  private:
-  /// Queues a frame of the link's own (abort, channel) carrying `payload`.
-  void send_control(const FrameHeader& header, std::string payload);
+  void send_control(const FrameHeader& header, std::string payload) override;
   struct MessageHeader;
   struct Outgoing {
     FrameHeader header;

@@ -58,8 +58,6 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   void post_send(SendRequest* request) override;
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
-  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
-  void send_channel(const FrameHeader& header, std::string payload) override;
   std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
     return unexpected_.take_all();
   }
@@ -97,7 +95,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
     Clock::time_point held_since;
   };
 
-  void send_control(const FrameHeader& header, std::string payload);
+  void send_control(const FrameHeader& header, std::string payload) override;
   void try_attach(Clock::time_point deadline);
   void wait_attached(Clock::time_point deadline);
   void went_up();

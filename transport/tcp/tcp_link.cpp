@@ -200,27 +200,12 @@ bool TcpLink::cancel_recv(RecvRequest* request) {
   return posted_.cancel(request);
 }
 
-void TcpLink::send_control(FrameHeader header, std::string text) {
+void TcpLink::send_control(const FrameHeader& header, std::string text) {
   if (!error_.ok() || !up_) return;
   auto* frame = new OwnedFrame(std::move(text));
   frame->header = header;
   frame->header.length = frame->text_size();
   post_send(frame);
-}
-
-void TcpLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  FrameHeader h;
-  h.kind = static_cast<uint8_t>(FrameKind::abort);
-  h.comm_id = comm_id;
-  h.op_seq = op_seq;
-  send_control(h, reason.substr(0, kMaxChannelPayload));
-}
-
-void TcpLink::send_channel(const FrameHeader& header, std::string payload) {
-  FrameHeader h = header;
-  h.kind = static_cast<uint8_t>(FrameKind::channel);
-  h.comm_id = params_.comm_id;
-  send_control(h, std::move(payload));
 }
 
 bool TcpLink::holds_unmatched() const {

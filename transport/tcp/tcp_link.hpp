@@ -65,8 +65,6 @@ class TcpLink final : public Link, public StreamOwner {
   void post_send(SendRequest* request) override;
   void post_recv(RecvRequest* request) override;
   bool cancel_recv(RecvRequest* request) override;
-  void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
-  void send_channel(const FrameHeader& header, std::string payload) override;
   std::vector<std::pair<FrameHeader, Payload>> take_stored() override {
     return unexpected_.take_all();
   }
@@ -87,7 +85,7 @@ class TcpLink final : public Link, public StreamOwner {
   void stream_ready(size_t index, int fd);
   void establishment_failed(const Status& status);
   void fail(const Status& status, bool notify = true);
-  void send_control(FrameHeader header, std::string payload);
+  void send_control(const FrameHeader& header, std::string payload) override;
   Hello my_hello(uint32_t stream_index) const;
 
   ProgressEngine& engine_;
