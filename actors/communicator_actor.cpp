@@ -22,6 +22,10 @@
 #include "actors/mr_cache_actor.hpp"
 #include "actors/runtime.hpp"
 #include "log/log.hpp"
+#include "qos/host_board.hpp"
+#include "qos/link_capacity.hpp"
+#include "qos/qos_controller.hpp"
+#include "qos/send_gate.hpp"
 #include "topology/host_identity.hpp"
 #include "transport/link_protocol.hpp"
 #include "transport/protocol_registry.hpp"
@@ -277,6 +281,15 @@ struct CommunicatorControl::State {
   communicator_actor actor;
   link_supervisor_actor supervisor;  // none without failover
   int rank = 0;
+  uint64_t uid = 0;
+  Config cfg;
+  std::string local_ip;
+  std::string host_id;
+  // QoS: the class and its slot on the host board (-1: the communicator is not paced).
+  std::mutex qos_mutex;
+  QosClass qos;
+  int qos_slot = -1;
+  std::shared_ptr<qos::HostBoard> board;
   int local_ranks = 0;
   std::vector<RankPlace> places;
   std::vector<std::string> transports;
@@ -482,6 +495,13 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     supervised.emplace(r, sp);
   }
   params.fallback = fallback.get();
+  // QoS: traffic to other hosts goes through the process's send gate (paced once the
+  // communicator has a class on the host board; see set_qos()).
+  params.gate = &runtime->send_gate();
+  params.shaped.assign(static_cast<size_t>(cfg.world_size), false);
+  for (int r = 0; r < cfg.world_size; ++r)
+    params.shaped[static_cast<size_t>(r)] =
+        r != cfg.rank && params.protocol_name_of[static_cast<size_t>(r)] != "shm";
 
   // Protocols exchange what they need beyond their address, then application protocols connect.
   StoreRendezvous rendezvous(client, prefix);
@@ -551,6 +571,11 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->actor = actor;
   state->supervisor = supervisor;
   state->rank = cfg.rank;
+  state->uid = uid;
+  state->cfg = cfg;
+  state->local_ip = local.value();
+  state->host_id = host.id;
+  state->qos = cfg.qos;
   state->local_ranks = ranks_here;
   state->places = std::move(places);
   state->transports = std::move(transports);
@@ -561,6 +586,10 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     return Status{HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
                                          std::to_string(cfg.connect_timeout.count()) + " ms"};
   if (!ready->status().ok()) return ready->status();
+  if (!cfg.qos.is_default() || cfg.link_gbps > 0) {
+    Status q = control->set_qos(cfg.qos);
+    if (!q.ok()) return q;
+  }
   HCOMM_LOG(info, log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer", cfg.rank,
             cfg.world_size, cfg.sockets_per_peer);
   return control;
@@ -569,6 +598,10 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
 CommunicatorControl::CommunicatorControl(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 CommunicatorControl::~CommunicatorControl() {
+  if (state_->qos_slot >= 0) {
+    qos::leave_controller(*state_->runtime, state_->uid);
+    state_->board->release(state_->qos_slot);
+  }
   caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
   if (state_->supervisor) caf::anon_send_exit(state_->supervisor, caf::exit_reason::user_shutdown);
   auto closed = std::make_shared<std::promise<void>>();
@@ -660,6 +693,57 @@ Expected<std::string> CommunicatorControl::host_shrink_store() {
   auto port = state_->runtime->host_extra_store(ip);
   if (!port.ok()) return port.status();
   return ip + ":" + std::to_string(port.value());
+}
+
+Status CommunicatorControl::set_qos(const QosClass& q) {
+  Status st = q.validate();
+  if (!st.ok()) return st;
+  auto& s = *state_;
+  std::lock_guard<std::mutex> lock(s.qos_mutex);
+  if (s.qos_slot < 0) {
+    auto board = qos::HostBoard::get(s.host_id);
+    if (!board.ok()) return board.status();
+    auto slot = board.value()->claim(s.uid, q);
+    if (!slot.ok()) return slot.status();
+    s.board = board.value();
+    s.qos_slot = slot.value();
+    std::string why, fallback_why;
+    const double capacity = qos::link_capacity(s.cfg, s.local_ip, false, &why);
+    const double fallback_capacity = qos::link_capacity(s.cfg, s.local_ip, true, &fallback_why);
+    HCOMM_LOG(info, log::kNet, "qos: %s on a %.2f Gbit/s link (%s)", q.to_string().c_str(),
+              capacity * 8 / 1e9, why.c_str());
+    // Paced at its cap until the controller's first division, a few milliseconds away.
+    auto* activity = &s.board->active_until(s.qos_slot);
+    auto& rt = *s.runtime;
+    const uint64_t uid = s.uid;
+    rt.engine().post([&rt, uid, q, capacity, activity] {
+      rt.send_gate().add_class(uid, q.priority, capacity * q.max_rate / 100.0, activity);
+    });
+    // Traffic on a fallback link is divided with the fallback's capacity.
+    auto listener = [board = s.board, slot = s.qos_slot, &rt](bool on_fallback) {
+      board->set_on_fallback(slot, on_fallback);
+      qos::nudge_controller(rt);
+    };
+    rt.engine().post([plane = std::weak_ptr<DataPlane>(s.plane), listener] {
+      if (auto live = plane.lock()) live->set_fallback_listener(listener);
+    });
+    qos::join_controller(rt, uid, s.host_id, s.qos_slot, capacity, fallback_capacity);
+  } else {
+    st = s.board->update(s.qos_slot, q);
+    if (!st.ok()) return st;
+    qos::nudge_controller(*s.runtime);
+  }
+  s.qos = q;
+  s.runtime->engine().post(
+      [plane = std::weak_ptr<DataPlane>(s.plane), tos = transport::tcp::qos_tos(q)] {
+        if (auto live = plane.lock()) live->set_traffic_class(tos);
+      });
+  return {};
+}
+
+QosClass CommunicatorControl::qos() const {
+  std::lock_guard<std::mutex> lock(state_->qos_mutex);
+  return state_->qos;
 }
 
 void CommunicatorControl::abort(const std::string& reason) {

@@ -59,6 +59,10 @@ class CommunicatorControl {
   std::vector<int> lost_peers() const;
   /// Any thread, never blocks: Communicator::abort().
   void abort(const std::string& reason);
+  /// Any thread: Communicator::set_qos() (the first call puts the communicator on the host's
+  /// QoS board and paces it).
+  Status set_qos(const QosClass& qos);
+  QosClass qos() const;
   /// Starts a rendezvous store on this rank's address for a shrunk communicator: "ip:port".
   Expected<std::string> host_shrink_store();
 

@@ -22,9 +22,12 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
       lost_(new std::atomic<bool>[static_cast<size_t>(params_.size)]()) {
   executor_.set_activity_counter(&engine_.active_operations());
   params_.reliable.resize(static_cast<size_t>(params_.size), false);
+  params_.shaped.resize(static_cast<size_t>(params_.size), false);
+  paced_.resize(static_cast<size_t>(params_.size));
 }
 
 DataPlane::~DataPlane() {
+  if (params_.gate != nullptr) params_.gate->remove_class(params_.comm_uid);
   executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   links_.clear();
   for (auto& p : protocols_)
@@ -50,14 +53,14 @@ void DataPlane::connect_peer(int peer, transport::ProgressEngine::Clock::time_po
     ctx.peer_address = params_.address_of[i];
     ctx.bytes_sent = &bytes_sent_[i];
     links_[i] = lp->create_link(ctx, deadline, std::move(on_up));
-    if (links_[i]) executor_.set_link(peer, links_[i].get());
+    if (links_[i]) attach(peer, links_[i].get());
     return;
   }
   // An application's protocol: its Connection is up already.
   links_[i] = std::make_unique<transport::ConnectionLink>(
       engine_, *this, std::move(connections_[i]), protocol->caps(), params_.protocol_name_of[i],
       params_.rank, peer, params_.comm_id, &bytes_sent_[i]);
-  executor_.set_link(peer, links_[i].get());
+  attach(peer, links_[i].get());
   on_up(Status{});
 }
 
@@ -93,8 +96,22 @@ void DataPlane::connect_reliable(int peer, transport::ProgressEngine::Clock::tim
   }
   auto* raw = link.get();
   links_[i] = std::move(link);
-  executor_.set_link(peer, raw);
+  attach(peer, raw);
   raw->establish(deadline, std::move(on_up));
+}
+
+void DataPlane::attach(int peer, transport::Link* link) {
+  const auto i = static_cast<size_t>(peer);
+  if (params_.gate != nullptr && params_.shaped[i]) {
+    paced_[i] = std::make_unique<qos::PacedLink>(*link, *params_.gate, params_.comm_uid);
+    link = paced_[i].get();
+  }
+  executor_.set_link(peer, link);
+}
+
+void DataPlane::set_traffic_class(int tos) {
+  for (auto& link : links_)
+    if (link) link->set_traffic_class(tos);
 }
 
 void DataPlane::command(int peer, const failover::SupervisorCommand& c) {
@@ -103,8 +120,17 @@ void DataPlane::command(int peer, const failover::SupervisorCommand& c) {
 }
 
 void DataPlane::on_channel_event(const failover::ChannelEvent& e) {
-  if (e.kind == failover::ChannelEvent::Kind::switched)
+  if (e.kind == failover::ChannelEvent::Kind::switched) {
     carrier_[static_cast<size_t>(e.peer)].store(e.slot, std::memory_order_relaxed);
+    if (on_fallback_) {
+      bool any = false;
+      for (int r = 0; r < params_.size; ++r)
+        any |=
+            params_.reliable[static_cast<size_t>(r)] &&
+            carrier_[static_cast<size_t>(r)].load(std::memory_order_relaxed) == failover::kFallback;
+      on_fallback_(any);
+    }
+  }
   if (sink_) sink_(e);
 }
 
@@ -149,6 +175,8 @@ void DataPlane::close(std::chrono::milliseconds grace, std::function<void()> don
   // operations still there; fail_all() then frees what is left.
   for (auto& link : links_)
     if (link && link->is_up()) link->close();
+  // Frames waiting for their QoS turn belong to the operations failed next.
+  if (params_.gate != nullptr) params_.gate->remove_class(params_.comm_uid);
   executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   poll_closed(transport::ProgressEngine::Clock::now() + grace, std::move(done));
 }

@@ -15,6 +15,7 @@
 #include "failover/link_supervisor.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/protocol.hpp"
+#include "qos/send_gate.hpp"
 #include "transport/link.hpp"
 #include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
@@ -37,6 +38,10 @@ struct DataPlaneParams {
   transport::LinkProtocol* fallback = nullptr;
   std::vector<std::string> fallback_address_of;
   Config config;  ///< keep-alive and reconnection settings
+  /// QoS: the process's send gate, and by peer whether its frames go through it (peers on
+  /// other hosts); the communicator's class in the gate is comm_uid.
+  qos::SendGate* gate = nullptr;
+  std::vector<bool> shaped;
 };
 
 class DataPlane final : public transport::LinkObserver, public failover::ChannelListener {
@@ -63,6 +68,12 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   void close(std::chrono::milliseconds grace, std::function<void()> done);
   /// Engine thread: Communicator::abort().
   void abort(const std::string& reason);
+  /// Engine thread: marks every link's packets (IP TOS) from now on.
+  void set_traffic_class(int tos);
+  /// Before connect_peer(): told whether traffic to some peer goes over its fallback link.
+  void set_fallback_listener(std::function<void(bool)> listener) {
+    on_fallback_ = std::move(listener);
+  }
 
   // ---- failover
   /// Before connect_peer(): where the ReliableLinks' events go (the link supervisor actor).
@@ -98,6 +109,8 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
                    std::function<void()> done);
   void connect_reliable(int peer, transport::ProgressEngine::Clock::time_point deadline,
                         Callback on_up);
+  /// Hands `link` to the executor, through the QoS gate when the peer is shaped.
+  void attach(int peer, transport::Link* link);
 
   transport::ProgressEngine& engine_;
   DataPlaneParams params_;
@@ -109,6 +122,8 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
   failover::FailoverRecorder recorder_;
   EventSink sink_;
+  std::function<void(bool)> on_fallback_;
+  std::vector<std::unique_ptr<qos::PacedLink>> paced_;  // by peer, wrapping links_
   std::unique_ptr<std::atomic<int>[]> carrier_;  // by peer: the slot carrying traffic, -1: none
   std::unique_ptr<std::atomic<bool>[]> lost_;    // by peer
   bool aborted_ = false;

@@ -44,6 +44,10 @@ using deregister_atom = caf::atom_constant<caf::atom("deregister")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using channel_atom = caf::atom_constant<caf::atom("channel")>;
 using timer_atom = caf::atom_constant<caf::atom("timer")>;
+using qos_join_atom = caf::atom_constant<caf::atom("qos_join")>;
+using qos_leave_atom = caf::atom_constant<caf::atom("qos_leave")>;
+using qos_change_atom = caf::atom_constant<caf::atom("qos_chg")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 /// One per communicator.
 using communicator_actor = caf::typed_actor<
@@ -72,6 +76,20 @@ using link_supervisor_actor = caf::typed_actor<
     caf::reacts_to<channel_atom, failover::ChannelEvent>,
     /// A timer a LinkSupervisor asked for: (peer, token).
     caf::reacts_to<timer_atom, int32_t, uint64_t>>;
+
+/// One per process (qos/qos_controller.hpp): divides the link among the QoS classes of the
+/// host (the host board) every few milliseconds and paces this process's classes (the engine's
+/// SendGate, through posted tasks).
+using qos_controller_actor = caf::typed_actor<
+    /// A communicator with QoS: its id, its host's id (which board), its board slot, the
+    /// link's capacity and the fallback's, in bytes per second.
+    caf::reacts_to<qos_join_atom, uint64_t, std::string, int32_t, double, double>,
+    /// It is gone (its slot released).
+    caf::reacts_to<qos_leave_atom, uint64_t>,
+    /// Its class changed, or traffic moved to or from a fallback link: divide again now.
+    caf::reacts_to<qos_change_atom>,
+    /// The periodic division.
+    caf::reacts_to<tick_atom>>;
 
 /// One per RDMA device of the process: the control side of the device's registration cache
 /// (transport/rdma/mr_cache.hpp) — the application's explicit registrations and the statistics.

@@ -7,6 +7,7 @@
 
 #include "actors/bootstrap/store_server.hpp"
 #include "log/log.hpp"
+#include "qos/send_gate.hpp"
 #include "transport/progress_engine.hpp"
 
 namespace hcomm::actors {
@@ -61,6 +62,7 @@ Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) 
   holder_->system = std::make_unique<caf::actor_system>(holder_->config);
   system_ = holder_->system.get();
   engine_ = std::make_unique<transport::ProgressEngine>();
+  gate_ = std::make_unique<qos::SendGate>(*engine_);
   HCOMM_LOG(debug, log::kActor, "runtime up: %d actor thread(s), one progress engine",
             cfg.actor_threads);
 }
@@ -76,7 +78,8 @@ Runtime::~Runtime() {
   }
   // Actors first (they may post to the engine), then the engine.
   holder_->system.reset();
-  engine_.reset();
+  engine_.reset();  // runs the tasks still queued, some of which pace the gate
+  gate_.reset();
 }
 
 Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {

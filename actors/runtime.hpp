@@ -27,6 +27,10 @@ namespace hcomm::transport {
 class ProgressEngine;
 }
 
+namespace hcomm::qos {
+class SendGate;
+}
+
 namespace hcomm::actors {
 
 class Runtime {
@@ -38,6 +42,8 @@ class Runtime {
 
   caf::actor_system& system() { return *system_; }
   transport::ProgressEngine& engine() { return *engine_; }
+  /// The QoS send path of the process (engine thread only).
+  qos::SendGate& send_gate() { return *gate_; }
   /// Starts the rendezvous store on host:port unless this process already hosts it (or an
   /// extra store on that port).
   Status host_store(const std::string& host, uint16_t port);
@@ -59,6 +65,7 @@ class Runtime {
   std::unique_ptr<SystemHolder> holder_;
   caf::actor_system* system_ = nullptr;
   std::unique_ptr<transport::ProgressEngine> engine_;
+  std::unique_ptr<qos::SendGate> gate_;  // destroyed after the engine (its tasks use it)
   std::unique_ptr<boot::StoreServer> store_;
   std::vector<std::unique_ptr<boot::StoreServer>> extra_stores_;
   std::mutex store_mutex_;

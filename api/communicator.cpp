@@ -448,6 +448,14 @@ std::vector<int> Communicator::lost_peers() const {
   return impl_->control().lost_peers();
 }
 
+Status Communicator::set_qos(const QosClass& qos) {
+  return impl_->control_mutable().set_qos(qos);
+}
+
+QosClass Communicator::qos() const {
+  return impl_->control().qos();
+}
+
 void Communicator::abort(const std::string& reason) {
   impl_->abort(reason);
 }

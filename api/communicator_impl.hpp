@@ -52,6 +52,7 @@ class CommunicatorImpl {
 
   const coll::AlgorithmSelector& selector() const { return *selector_; }
   const actors::CommunicatorControl& control() const { return *control_; }
+  actors::CommunicatorControl& control_mutable() { return *control_; }
   /// Ranks in ring order (topology-aware); empty when that is 0, 1, ..., size-1.
   const std::vector<int>& ring_order() const { return ring_order_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).

@@ -204,6 +204,27 @@ Status apply_failover_limit(int* limit, std::chrono::milliseconds* window) {
   return Status();
 }
 
+Status apply_qos(QosClass* field) {
+  std::string v = env("HCOMM_QOS");
+  if (v.empty()) return Status();
+  auto q = QosClass::parse(v);
+  if (!q) return Status(q.status().code(), "HCOMM_QOS: " + q.status().message());
+  *field = *q;
+  return Status();
+}
+
+Status apply_gbps(const char* name, double* field) {
+  std::string v = env(name);
+  if (v.empty()) return Status();
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !(d > 0 && d <= 100000))
+    return invalid(std::string(name) + "='" + v +
+                   "' is not accepted: expected a link capacity in Gbit/s, e.g. 1 or 25");
+  *field = d;
+  return Status();
+}
+
 }  // namespace
 
 Expected<Config> Config::from_env() {
@@ -252,6 +273,9 @@ Expected<Config> Config::from_env() {
       apply_ms("HCOMM_RECONNECT_MAX_MS", &c.reconnect_max),
       apply_ms("HCOMM_FAILBACK_MS", &c.failback_after),
       apply_failover_limit(&c.failover_limit, &c.failover_window),
+      apply_qos(&c.qos),
+      apply_gbps("HCOMM_LINK_GBPS", &c.link_gbps),
+      apply_gbps("HCOMM_FALLBACK_LINK_GBPS", &c.fallback_link_gbps),
   };
   for (const Status& st : checks) {
     if (!st.ok()) return st;

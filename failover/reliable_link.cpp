@@ -256,6 +256,7 @@ void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redi
   const auto deadline = Clock::now() + params_.redial_timeout;
   s.link = redial ? spec.protocol->redial(ctx, peer_offer, deadline, std::move(on_up))
                   : spec.protocol->create_link(ctx, deadline, std::move(on_up));
+  if (s.link && tos_ >= 0) s.link->set_traffic_class(tos_);
 }
 
 void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
@@ -989,6 +990,12 @@ const Status& ReliableLink::error() const {
     return closed;
   }
   return error_;
+}
+
+void ReliableLink::set_traffic_class(int tos) {
+  tos_ = tos;
+  for (Slot& s : slots_)
+    if (s.link) s.link->set_traffic_class(tos);
 }
 
 transport::LinkCaps ReliableLink::caps() const {

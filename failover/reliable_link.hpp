@@ -92,6 +92,8 @@ class ReliableLink final : public transport::Link {
   void send_channel(const transport::FrameHeader& header, std::string payload) override;
   void close() override;
   const Status& error() const override;
+  /// Both links, and the links made later.
+  void set_traffic_class(int tos) override;
 
  private:
   class Tap;
@@ -179,6 +181,7 @@ class ReliableLink final : public transport::Link {
   Status error_;
   bool closing_ = false;
   bool peer_closed_ = false;
+  int tos_ = -1;  // set_traffic_class(), for links made later; -1: as the protocol makes them
   transport::Link* final_ = nullptr;  // after the peer's goodbye: the link its last frames sit in
   UpCallback on_up_;
   transport::ProgressEngine::TimerId tick_timer_ = 0;

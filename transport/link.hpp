@@ -133,6 +133,9 @@ class Link {
   /// Hands over the frames that arrived before their receive was posted (stored, see
   /// LinkObserver::on_frame_stored); they are no longer this link's.
   virtual std::vector<std::pair<FrameHeader, Payload>> take_stored() { return {}; }
+  /// Marks the link's packets from now on: `tos` is the IP TOS byte (DSCP << 2). Media that
+  /// cannot change it on a live link (RDMA sets it per queue pair) ignore it.
+  virtual void set_traffic_class(int tos) { (void)tos; }
   /// True while the link has stopped reading from the peer because a large frame waits for its
   /// receive to be posted here: silence from the peer is then no sign of a fault.
   virtual bool holds_unmatched() const { return false; }

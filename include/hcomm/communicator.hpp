@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hcomm/config.hpp"
+#include "hcomm/qos.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"
 #include "hcomm/work.hpp"
@@ -178,6 +179,13 @@ class Communicator {
   std::string algorithm_for(const std::string& op_name, size_t bytes) const;
   /// Every rank of the communicator, by rank.
   std::vector<RankInfo> ranks() const;
+
+  // ---- QoS (hcomm/qos.hpp)
+  /// Any thread: this communicator's traffic class from now on (the class at creation is
+  /// Config::qos). HCOMM_ERR_INVALID_ARG when a field is out of range, or when the minimums of
+  /// every class on this host would add up to more than 100%.
+  Status set_qos(const QosClass& qos);
+  QosClass qos() const;
 
   // ---- faults (README: "Failover")
   /// Any thread: what the link supervisors did so far.

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 
+#include "hcomm/qos.hpp"
 #include "hcomm/status.hpp"
 
 namespace hcomm {
@@ -114,6 +115,15 @@ struct Config {
   /// fallback for good (and say so). Default "5/30".
   int failover_limit = 5;
   std::chrono::milliseconds failover_window{30000};
+
+  // ---- QoS (hcomm/qos.hpp, README: "QoS")
+  /// HCOMM_QOS "min=30,max=70,priority=2": this communicator's traffic class.
+  QosClass qos;
+  /// HCOMM_LINK_GBPS: capacity of the bottleneck link the communicators of this host share, in
+  /// Gbit/s; 0: the speed the listening interface reports (10 when it reports none).
+  double link_gbps = 0;
+  /// HCOMM_FALLBACK_LINK_GBPS: the same for traffic moved to its fallback link; 0: link_gbps.
+  double fallback_link_gbps = 0;
 
   // ---- runtime
   int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads (control plane only)

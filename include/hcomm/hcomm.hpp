@@ -6,6 +6,7 @@
 #include "hcomm/config.hpp"
 #include "hcomm/memory.hpp"
 #include "hcomm/protocol.hpp"
+#include "hcomm/qos.hpp"
 #include "hcomm/shared_memory_channel.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"

@@ -29,7 +29,9 @@ RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   params.max_inline = config_.max_inline;
   params.timeout = config_.rdma_timeout;
   params.retry_cnt = config_.rdma_retry_cnt;
-  params.traffic_class = config_.rdma_traffic_class;
+  // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's DSCP (CS<priority>), as on TCP.
+  params.traffic_class = config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class
+                                                         : (config_.qos.priority << 3) << 2;
   params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
                    : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
                                                        : BufferMode::zero_copy;

@@ -208,6 +208,12 @@ void TcpLink::send_control(const FrameHeader& header, std::string text) {
   post_send(frame);
 }
 
+void TcpLink::set_traffic_class(int tos) {
+  params_.socket_options.tos = tos;
+  for (auto& s : streams_)
+    if (s) set_socket_tos(s->fd(), tos);
+}
+
 bool TcpLink::holds_unmatched() const {
   for (auto& s : streams_)
     if (s && s->holding()) return true;

@@ -69,6 +69,7 @@ class TcpLink final : public Link, public StreamOwner {
     return unexpected_.take_all();
   }
   bool holds_unmatched() const override;
+  void set_traffic_class(int tos) override;
   void close() override;
   const Status& error() const override { return error_; }
   bool is_up() const override { return up_; }

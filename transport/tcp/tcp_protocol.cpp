@@ -2,6 +2,11 @@
 
 namespace hcomm::transport::tcp {
 
+int qos_tos(const QosClass& qos) {
+  // DSCP class selector CS<priority>, in the TOS byte's upper six bits.
+  return (qos.priority << 3) << 2;
+}
+
 ProtocolCaps TcpProtocol::caps() const {
   ProtocolCaps c;
   c.max_message_bytes = SIZE_MAX;
@@ -32,7 +37,8 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.peer = context.peer;
   p.peer_endpoint = context.peer_address;
   p.num_streams = config_.sockets_per_peer;
-  p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion};
+  p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
+                      qos_tos(config_.qos)};
   p.bytes_sent = context.bytes_sent;
   if (context.my_rank < context.peer) p.listener = listener_.get();
   auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
@@ -12,7 +14,13 @@
 
 namespace hcomm::transport::tcp {
 
+void set_socket_tos(int fd, int tos) {
+  if (setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) != 0)
+    HCOMM_LOG(debug, log::kNet, "setsockopt(IP_TOS, %d): %s", tos, strerror(errno));
+}
+
 Status configure_socket(int fd, const SocketOptions& options) {
+  if (options.tos != 0) set_socket_tos(fd, options.tos);
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
     return {HCOMM_ERR_TRANSPORT, std::string("fcntl(O_NONBLOCK): ") + strerror(errno)};

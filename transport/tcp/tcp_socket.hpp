@@ -17,7 +17,11 @@ struct SocketOptions {
   size_t send_buf_size = 0;  ///< SO_SNDBUF, 0 = kernel default
   size_t recv_buf_size = 0;  ///< SO_RCVBUF, 0 = kernel default
   std::string congestion;    ///< TCP_CONGESTION, "" = kernel default
+  int tos = 0;               ///< IP_TOS (DSCP << 2), from the communicator's QoS class
 };
+
+/// IP_TOS on a socket (best effort: logged at debug when refused).
+void set_socket_tos(int fd, int tos);
 
 /// Applies O_NONBLOCK, TCP_NODELAY, the buffer sizes and the congestion control (best effort:
 /// an algorithm the kernel does not offer or allow leaves its default, logged at debug).

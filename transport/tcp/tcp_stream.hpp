@@ -55,6 +55,7 @@ class TcpStream final : public FdHandler {
   bool claim(RecvRequest* request);
   /// Reading is paused for a held frame (see hold()).
   bool holding() const { return target_ == Target::held; }
+  int fd() const { return fd_; }
 
  private:
   enum class Target { none, direct, pieces, unexpected, held, control, discard };

@@ -1,0 +1,66 @@
+// The host's QoS board: one small shared-memory segment (/dev/shm/hcomm-qos-<host>) where each
+// rank on this host of a communicator that uses QoS holds a slot with the communicator's class
+// and when it last had traffic. Each process's QoS controller reads the whole board to divide
+// the link, so that tenants in different processes (separate jobs) share it as their classes
+// say. A communicator with several ranks on the host is one tenant: its slots count once, and
+// its rate is split among them. Slots of processes that died are reclaimed by the next reader.
+// Any thread; lock-free (slots are claimed with a compare-and-swap, fields are atomics).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hcomm/qos.hpp"
+#include "hcomm/status.hpp"
+#include "transport/shm/shared_segment.hpp"
+
+namespace hcomm::qos {
+
+class HostBoard {
+ public:
+  static constexpr int kSlots = 128;
+  /// The board of the host `host_id` names (topology/host_identity: network namespaces that
+  /// are hosts of their own get boards of their own), opened or created once per process.
+  static Expected<std::shared_ptr<HostBoard>> get(const std::string& host_id);
+
+  /// A slot for a communicator of this process with class `qos`; HCOMM_ERR_INVALID_ARG when the
+  /// minimums of the host's classes would add up to more than 100%.
+  Expected<int> claim(uint64_t comm, const QosClass& qos);
+  /// A new class for `slot` (the same check).
+  Status update(int slot, const QosClass& qos);
+  void release(int slot);
+  /// The slot's traffic is recent until `until_ns` (steady clock); `on_fallback`: it goes over
+  /// the fallback link.
+  std::atomic<int64_t>& active_until(int slot);
+  void set_on_fallback(int slot, bool on_fallback);
+
+  struct Entry {
+    int slot = -1;
+    uint64_t comm = 0;
+    QosClass qos;
+    bool active = false;
+    bool on_fallback = false;
+  };
+  /// Every live slot; slots of dead processes are freed on the way.
+  std::vector<Entry> read(int64_t now_ns);
+
+  HostBoard(transport::shm::SharedSegment segment, std::string name);
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Slot;
+  struct Layout;
+  /// The minimums of the host's communicators but `comm`, plus `qos`'s: at most 100.
+  Status check_sum(uint64_t comm, const QosClass& qos);
+  Layout& layout() const;
+
+  transport::shm::SharedSegment segment_;
+  std::string name_;
+};
+
+/// Steady-clock nanoseconds (the same clock in every process of the host).
+int64_t steady_ns();
+
+}  // namespace hcomm::qos

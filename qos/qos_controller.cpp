@@ -1,0 +1,140 @@
+#include "qos/qos_controller.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "actors/messages.hpp"
+#include "actors/runtime.hpp"
+#include "log/log.hpp"
+#include "qos/host_board.hpp"
+#include "qos/send_gate.hpp"
+#include "qos/share_allocator.hpp"
+
+namespace hcomm::qos {
+namespace {
+
+using actors::qos_controller_actor;
+
+constexpr const char* kName = "qos_controller";
+
+struct Member {
+  std::shared_ptr<HostBoard> board;
+  int slot = -1;
+  double capacity = 0;  // bytes/s
+  double fallback_capacity = 0;
+  double rate = -1;  // last given
+  int priority = -1;
+};
+
+struct ControllerState {
+  actors::Runtime* runtime = nullptr;
+  std::map<uint64_t, Member> members;
+  bool ticking = false;
+};
+
+void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
+  auto& st = self->state;
+  const int64_t now = steady_ns();
+  std::map<HostBoard*, std::vector<HostBoard::Entry>> boards;
+  for (auto& [comm, m] : st.members)
+    if (!boards.count(m.board.get())) boards[m.board.get()] = m.board->read(now);
+  for (auto& [comm, m] : st.members) {
+    const auto& entries = boards[m.board.get()];
+    // One tenant per communicator: its ranks on this host share its rate.
+    std::vector<uint64_t> tenants;
+    std::vector<ClassDemand> demands;
+    std::vector<int> ranks_here;
+    bool on_fallback = false;
+    for (const auto& e : entries) {
+      size_t t = std::find(tenants.begin(), tenants.end(), e.comm) - tenants.begin();
+      if (t == tenants.size()) {
+        tenants.push_back(e.comm);
+        demands.push_back({e.qos.min_rate, e.qos.max_rate, e.qos.priority, false});
+        ranks_here.push_back(0);
+      }
+      demands[t].active |= e.active;
+      ++ranks_here[t];
+      if (e.comm == comm) on_fallback |= e.on_fallback;
+    }
+    const size_t mine = std::find(tenants.begin(), tenants.end(), comm) - tenants.begin();
+    if (mine == tenants.size()) continue;
+    const double capacity = on_fallback ? m.fallback_capacity : m.capacity;
+    const double rate = allocate_shares(capacity, demands)[mine] / ranks_here[mine];
+    const int priority = demands[mine].priority;
+    if (rate == m.rate && priority == m.priority) continue;
+    m.rate = rate;
+    m.priority = priority;
+    HCOMM_LOG(debug, log::kNet,
+              "qos: communicator %016llx: %.1f Mbit/s (priority %d, %d of %zu tenants busy)",
+              static_cast<unsigned long long>(comm), rate * 8 / 1e6, priority,
+              static_cast<int>(std::count_if(demands.begin(), demands.end(),
+                                             [](const ClassDemand& d) { return d.active; })),
+              demands.size());
+    actors::Runtime* rt = st.runtime;
+    rt->engine().post(
+        [rt, comm, priority, rate] { rt->send_gate().set_class(comm, priority, rate); });
+  }
+}
+
+qos_controller_actor::behavior_type controller(
+    qos_controller_actor::stateful_pointer<ControllerState> self, actors::Runtime* runtime) {
+  self->state.runtime = runtime;
+  return {
+      [=](actors::qos_join_atom, uint64_t comm, const std::string& host_id, int32_t slot,
+          double capacity, double fallback) {
+        auto board = HostBoard::get(host_id);
+        if (!board.ok()) {
+          HCOMM_LOG(warn, log::kNet, "qos: %s", board.status().to_string().c_str());
+          return;
+        }
+        self->state.members[comm] = {board.value(), slot, capacity, fallback, -1, -1};
+        divide(self);
+        if (!self->state.ticking) {
+          self->state.ticking = true;
+          self->delayed_send(self, kControllerPeriod, actors::tick_atom::value);
+        }
+      },
+      [=](actors::qos_leave_atom, uint64_t comm) { self->state.members.erase(comm); },
+      [=](actors::qos_change_atom) {
+        for (auto& [comm, m] : self->state.members) m.rate = -1;
+        divide(self);
+      },
+      [=](actors::tick_atom) {
+        self->state.ticking = false;
+        if (self->state.members.empty()) return;
+        divide(self);
+        self->state.ticking = true;
+        self->delayed_send(self, kControllerPeriod, actors::tick_atom::value);
+      },
+  };
+}
+
+qos_controller_actor find_or_spawn(actors::Runtime& runtime) {
+  runtime.ensure_process_actor(kName, [&] {
+    return caf::actor_cast<caf::actor>(runtime.system().spawn(controller, &runtime));
+  });
+  return caf::actor_cast<qos_controller_actor>(runtime.process_actors(kName).front());
+}
+
+}  // namespace
+
+void join_controller(actors::Runtime& runtime, uint64_t comm, const std::string& host_id, int slot,
+                     double capacity, double fallback_capacity) {
+  caf::anon_send(find_or_spawn(runtime), actors::qos_join_atom::value, comm, host_id,
+                 static_cast<int32_t>(slot), capacity, fallback_capacity);
+}
+
+void leave_controller(actors::Runtime& runtime, uint64_t comm) {
+  caf::anon_send(find_or_spawn(runtime), actors::qos_leave_atom::value, comm);
+}
+
+void nudge_controller(actors::Runtime& runtime) {
+  caf::anon_send(find_or_spawn(runtime), actors::qos_change_atom::value);
+}
+
+}  // namespace hcomm::qos
