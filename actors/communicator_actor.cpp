@@ -713,11 +713,10 @@ Status CommunicatorControl::set_qos(const QosClass& q) {
     HCOMM_LOG(info, log::kNet, "qos: %s on a %.2f Gbit/s link (%s)", q.to_string().c_str(),
               capacity * 8 / 1e9, why.c_str());
     // Paced at its cap until the controller's first division, a few milliseconds away.
-    auto* activity = &s.board->active_until(s.qos_slot);
     auto& rt = *s.runtime;
     const uint64_t uid = s.uid;
-    rt.engine().post([&rt, uid, q, capacity, activity] {
-      rt.send_gate().add_class(uid, q.priority, capacity * q.max_rate / 100.0, activity);
+    rt.engine().post([&rt, uid, q, capacity, board = s.board, slot = s.qos_slot] {
+      rt.send_gate().add_class(uid, q.priority, capacity * q.max_rate / 100.0, board.get(), slot);
     });
     // Traffic on a fallback link is divided with the fallback's capacity.
     auto listener = [board = s.board, slot = s.qos_slot, &rt](bool on_fallback) {

@@ -257,6 +257,7 @@ void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redi
   s.link = redial ? spec.protocol->redial(ctx, peer_offer, deadline, std::move(on_up))
                   : spec.protocol->create_link(ctx, deadline, std::move(on_up));
   if (s.link && tos_ >= 0) s.link->set_traffic_class(tos_);
+  if (s.link && pacing_ > 0) s.link->set_pacing_rate(pacing_);
 }
 
 void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
@@ -996,6 +997,12 @@ void ReliableLink::set_traffic_class(int tos) {
   tos_ = tos;
   for (Slot& s : slots_)
     if (s.link) s.link->set_traffic_class(tos);
+}
+
+void ReliableLink::set_pacing_rate(double bytes_per_second) {
+  pacing_ = bytes_per_second;
+  for (Slot& s : slots_)
+    if (s.link) s.link->set_pacing_rate(bytes_per_second);
 }
 
 transport::LinkCaps ReliableLink::caps() const {

@@ -94,6 +94,7 @@ class ReliableLink final : public transport::Link {
   const Status& error() const override;
   /// Both links, and the links made later.
   void set_traffic_class(int tos) override;
+  void set_pacing_rate(double bytes_per_second) override;
 
  private:
   class Tap;
@@ -181,7 +182,8 @@ class ReliableLink final : public transport::Link {
   Status error_;
   bool closing_ = false;
   bool peer_closed_ = false;
-  int tos_ = -1;  // set_traffic_class(), for links made later; -1: as the protocol makes them
+  int tos_ = -1;       // set_traffic_class(), for links made later; -1: as the protocol makes them
+  double pacing_ = 0;  // set_pacing_rate(), likewise
   transport::Link* final_ = nullptr;  // after the peer's goodbye: the link its last frames sit in
   UpCallback on_up_;
   transport::ProgressEngine::TimerId tick_timer_ = 0;

@@ -20,6 +20,8 @@ struct HostBoard::Slot {
   std::atomic<int32_t> priority;
   std::atomic<int32_t> on_fallback;
   std::atomic<int64_t> active_until_ns;
+  std::atomic<int64_t> backlogged_until_ns;
+  std::atomic<uint64_t> bytes_sent;
 };
 
 struct HostBoard::Layout {
@@ -54,7 +56,8 @@ Expected<std::shared_ptr<HostBoard>> HostBoard::get(const std::string& host_id) 
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx",
                 static_cast<unsigned long long>(std::hash<std::string>()(host_id)));
-  const std::string kName = std::string("hcomm-qos-") + hex;
+  // The layout's version is in the name: a board left by an older hcomm is not misread.
+  const std::string kName = std::string("hcomm-qos2-") + hex;
   Status last;
   // Created zeroed (every slot free); another process may be between its create and its
   // ftruncate, hence a few tries.
@@ -117,6 +120,8 @@ Expected<int> HostBoard::claim(uint64_t comm, const QosClass& qos) {
     s.priority.store(qos.priority);
     s.on_fallback.store(0);
     s.active_until_ns.store(0);
+    s.backlogged_until_ns.store(0);
+    s.bytes_sent.store(0);
     s.state.store(kLive, std::memory_order_release);
     return i;
   }
@@ -139,8 +144,11 @@ void HostBoard::release(int slot) {
   layout().slots[slot].state.store(kFree, std::memory_order_release);
 }
 
-std::atomic<int64_t>& HostBoard::active_until(int slot) {
-  return layout().slots[slot].active_until_ns;
+void HostBoard::note(int slot, uint64_t bytes, int64_t active_until_ns, bool backlogged) {
+  Slot& s = layout().slots[slot];
+  if (bytes > 0) s.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+  s.active_until_ns.store(active_until_ns, std::memory_order_relaxed);
+  if (backlogged) s.backlogged_until_ns.store(active_until_ns, std::memory_order_relaxed);
 }
 
 void HostBoard::set_on_fallback(int slot, bool on_fallback) {
@@ -164,6 +172,8 @@ std::vector<HostBoard::Entry> HostBoard::read(int64_t now_ns) {
     e.qos.max_rate = s.max_rate.load(std::memory_order_relaxed);
     e.qos.priority = s.priority.load(std::memory_order_relaxed);
     e.active = s.active_until_ns.load(std::memory_order_relaxed) > now_ns;
+    e.backlogged = s.backlogged_until_ns.load(std::memory_order_relaxed) > now_ns;
+    e.bytes_sent = s.bytes_sent.load(std::memory_order_relaxed);
     e.on_fallback = s.on_fallback.load(std::memory_order_relaxed) != 0;
     out.push_back(e);
   }

@@ -1,4 +1,4 @@
-// The host's QoS board: one small shared-memory segment (/dev/shm/hcomm-qos-<host>) where each
+// The host's QoS board: one small shared-memory segment (/dev/shm/hcomm-qos2-<host>) where each
 // rank on this host of a communicator that uses QoS holds a slot with the communicator's class
 // and when it last had traffic. Each process's QoS controller reads the whole board to divide
 // the link, so that tenants in different processes (separate jobs) share it as their classes
@@ -31,9 +31,9 @@ class HostBoard {
   /// A new class for `slot` (the same check).
   Status update(int slot, const QosClass& qos);
   void release(int slot);
-  /// The slot's traffic is recent until `until_ns` (steady clock); `on_fallback`: it goes over
-  /// the fallback link.
-  std::atomic<int64_t>& active_until(int slot);
+  /// The send path's news for `slot`: `bytes` more sent; the class has traffic until
+  /// `active_until_ns` (steady clock) and, when `backlogged`, wants more than its rate gives.
+  void note(int slot, uint64_t bytes, int64_t active_until_ns, bool backlogged);
   void set_on_fallback(int slot, bool on_fallback);
 
   struct Entry {
@@ -41,7 +41,9 @@ class HostBoard {
     uint64_t comm = 0;
     QosClass qos;
     bool active = false;
+    bool backlogged = false;  ///< limited by its rate (frames wait), not by its own traffic
     bool on_fallback = false;
+    uint64_t bytes_sent = 0;  ///< so far, by the slot's process
   };
   /// Every live slot; slots of dead processes are freed on the way.
   std::vector<Entry> read(int64_t now_ns);

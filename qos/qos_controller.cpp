@@ -31,9 +31,17 @@ struct Member {
   int priority = -1;
 };
 
+/// What a board slot sent, seen at the last division: its rate, smoothed.
+struct Seen {
+  uint64_t bytes = 0;
+  int64_t at_ns = 0;
+  double rate = 0;  // bytes/s, exponentially smoothed
+};
+
 struct ControllerState {
   actors::Runtime* runtime = nullptr;
   std::map<uint64_t, Member> members;
+  std::map<std::pair<HostBoard*, int>, Seen> seen;
   bool ticking = false;
 };
 
@@ -43,12 +51,27 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
   std::map<HostBoard*, std::vector<HostBoard::Entry>> boards;
   for (auto& [comm, m] : st.members)
     if (!boards.count(m.board.get())) boards[m.board.get()] = m.board->read(now);
+  // How fast each slot sends (smoothed over ~5 divisions).
+  std::map<std::pair<HostBoard*, int>, double> sending;
+  for (auto& [board, entries] : boards)
+    for (const auto& e : entries) {
+      Seen& s = st.seen[{board, e.slot}];
+      if (s.at_ns != 0 && now > s.at_ns && e.bytes_sent >= s.bytes) {
+        const double r = static_cast<double>(e.bytes_sent - s.bytes) * 1e9 / (now - s.at_ns);
+        s.rate = 0.7 * s.rate + 0.3 * r;
+      }
+      s.bytes = e.bytes_sent;
+      s.at_ns = now;
+      sending[{board, e.slot}] = s.rate;
+    }
   for (auto& [comm, m] : st.members) {
     const auto& entries = boards[m.board.get()];
     // One tenant per communicator: its ranks on this host share its rate.
     std::vector<uint64_t> tenants;
     std::vector<ClassDemand> demands;
     std::vector<int> ranks_here;
+    std::vector<double> sends;
+    std::vector<bool> backlogged;
     bool on_fallback = false;
     for (const auto& e : entries) {
       size_t t = std::find(tenants.begin(), tenants.end(), e.comm) - tenants.begin();
@@ -56,11 +79,19 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
         tenants.push_back(e.comm);
         demands.push_back({e.qos.min_rate, e.qos.max_rate, e.qos.priority, false});
         ranks_here.push_back(0);
+        sends.push_back(0);
+        backlogged.push_back(false);
       }
       demands[t].active |= e.active;
       ++ranks_here[t];
+      sends[t] += sending[{m.board.get(), e.slot}];
+      backlogged[t] = backlogged[t] || e.backlogged;
       if (e.comm == comm) on_fallback |= e.on_fallback;
     }
+    // A tenant that sends much less than it could, with nothing waiting, leaves the rest to the
+    // others (a latency-bound class sending small messages must not hold a bulk class back).
+    for (size_t t = 0; t < tenants.size(); ++t)
+      if (demands[t].active && !backlogged[t]) demands[t].demand = sends[t] * 1.5;
     const size_t mine = std::find(tenants.begin(), tenants.end(), comm) - tenants.begin();
     if (mine == tenants.size()) continue;
     const double capacity = on_fallback ? m.fallback_capacity : m.capacity;

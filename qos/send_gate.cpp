@@ -25,8 +25,8 @@ std::shared_ptr<Scheduler> current_scheduler() {
   return scheduler_now;
 }
 
-void SendGate::add_class(ClassId id, int priority, double rate, std::atomic<int64_t>* activity) {
-  Class c{priority, TokenBucket(rate, kBurstBytes, Clock::now()), {}, activity};
+void SendGate::add_class(ClassId id, int priority, double rate, HostBoard* board, int slot) {
+  Class c{priority, TokenBucket(rate, kBurstBytes, Clock::now()), {}, board, slot, {}};
   classes_.erase(id);
   classes_.emplace(id, std::move(c));
 }
@@ -40,6 +40,9 @@ void SendGate::set_class(ClassId id, int priority, double rate) {
   if (it == classes_.end()) return;
   it->second.priority = priority;
   it->second.bucket.set_rate(rate, Clock::now());
+  // The kernel spreads each frame over time at (a little above) the rate, so that a large frame
+  // does not reach the bottleneck as one burst and queue the other classes' packets behind it.
+  for (auto* link : it->second.links) link->set_pacing_rate(rate > 0 ? rate * 1.1 : 0);
   pump();  // a higher rate may let waiting frames go now
 }
 
@@ -47,19 +50,26 @@ void SendGate::post(ClassId id, transport::Link* link, transport::SendRequest* r
   auto it = classes_.find(id);
   if (it == classes_.end()) return link->post_send(request);
   const auto now = Clock::now();
-  stamp(it->second, now);
+  auto& links = it->second.links;
+  if (std::find(links.begin(), links.end(), link) == links.end()) {
+    links.push_back(link);
+    const double rate = it->second.bucket.rate();
+    link->set_pacing_rate(rate > 0 ? rate * 1.1 : 0);
+  }
   it->second.queue.push_back({link, request, now});
+  stamp(it->second, now, 0);
   pump();
 }
 
-void SendGate::stamp(Class& c, Clock::time_point now) {
-  if (c.activity == nullptr) return;
+void SendGate::stamp(Class& c, Clock::time_point now, size_t bytes) {
+  if (c.board == nullptr) return;
   // Busy while it pays off what it sent (or has frames waiting), and a little after: a class
   // that looked idle while its bucket is in debt would be given nothing, and never get out.
   const auto busy_until = std::max(now, c.bucket.ready_at(now)) + kActiveFor;
   const int64_t until =
       std::chrono::duration_cast<std::chrono::nanoseconds>(busy_until.time_since_epoch()).count();
-  c.activity->store(until, std::memory_order_relaxed);
+  const bool backlogged = !c.queue.empty() || !c.bucket.ready(now);
+  c.board->note(c.slot, bytes, until, backlogged);
 }
 
 void SendGate::pump() {
@@ -103,7 +113,7 @@ void SendGate::pump() {
     Queued q = c.queue.front();
     c.queue.pop_front();
     c.bucket.take(q.request->header.length, now);
-    stamp(c, now);
+    stamp(c, now, q.request->header.length);
     q.link->post_send(q.request);
   }
   pumping_ = false;

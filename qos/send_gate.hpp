@@ -22,6 +22,8 @@
 
 namespace hcomm::qos {
 
+class HostBoard;
+
 /// The process's Scheduler (set_scheduler()); null: the default order.
 std::shared_ptr<Scheduler> current_scheduler();
 
@@ -33,9 +35,9 @@ class SendGate {
   /// Lives as long as the engine: its timer is dropped with the engine, not cancelled.
   explicit SendGate(transport::ProgressEngine& engine) : engine_(engine) {}
 
-  /// A class paced at `rate` bytes/s; `activity`: its board slot's "traffic until" stamp (not
-  /// owned; may be null).
-  void add_class(ClassId id, int priority, double rate, std::atomic<int64_t>* activity);
+  /// A class paced at `rate` bytes/s, reporting its traffic to `slot` of `board` (not owned;
+  /// outlives the class).
+  void add_class(ClassId id, int priority, double rate, HostBoard* board, int slot);
   /// The class goes away with its communicator: its queued frames are dropped (their requests
   /// are the executor's, which failed them).
   void remove_class(ClassId id);
@@ -56,10 +58,13 @@ class SendGate {
     int priority = 0;
     TokenBucket bucket;
     std::deque<Queued> queue;
-    std::atomic<int64_t>* activity = nullptr;
+    HostBoard* board = nullptr;
+    int slot = -1;
+    std::vector<transport::Link*> links;  // seen so far: paced by the kernel too
   };
   void pump();
-  void stamp(Class& c, Clock::time_point now);
+  /// Tells the board what the class sent (`bytes`) and whether it is busy or backlogged.
+  void stamp(Class& c, Clock::time_point now, size_t bytes);
   void arm(Clock::time_point when);
 
   transport::ProgressEngine& engine_;
@@ -96,6 +101,9 @@ class PacedLink final : public transport::Link {
     inner_.send_channel(header, std::move(payload));
   }
   void set_traffic_class(int tos) override { inner_.set_traffic_class(tos); }
+  void set_pacing_rate(double bytes_per_second) override {
+    inner_.set_pacing_rate(bytes_per_second);
+  }
   void close() override { inner_.close(); }
   const Status& error() const override { return inner_.error(); }
 

@@ -11,7 +11,7 @@ std::vector<double> allocate_shares(double capacity, const std::vector<ClassDema
   double left = capacity;
   for (size_t i = 0; i < n; ++i) {
     rate[i] = capacity * classes[i].min_rate / 100.0;
-    cap[i] = capacity * classes[i].max_rate / 100.0;
+    cap[i] = std::max(rate[i], std::min(capacity * classes[i].max_rate / 100.0, classes[i].demand));
     if (classes[i].active) left -= rate[i];
   }
   left = std::max(left, 0.0);

@@ -11,7 +11,10 @@
 //    max-min fairness, the share deficit round robin converges to; a level that cannot use it
 //    all leaves the rest to the next;
 // 3. a class without traffic gets its minimum, so that it can start at once (the others give
-//    way at the next computation, a few milliseconds later).
+//    way at the next computation, a few milliseconds later);
+// 4. a class that sends less than it is given (not backlogged) is given its minimum or a little
+//    more than it sends, whichever is more: what it leaves goes to the others (work-conserving
+//    with a latency-sensitive class that sends little).
 #pragma once
 
 #include <vector>
@@ -23,6 +26,8 @@ struct ClassDemand {
   int max_rate = 100;
   int priority = 0;
   bool active = false;  ///< has traffic now
+  /// What it would send at most (same unit as the capacity); the default: all it is given.
+  double demand = 1e300;
 };
 
 /// Rates, in the unit of `capacity`, by class (same order as `classes`).

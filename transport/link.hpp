@@ -136,6 +136,9 @@ class Link {
   /// Marks the link's packets from now on: `tos` is the IP TOS byte (DSCP << 2). Media that
   /// cannot change it on a live link (RDMA sets it per queue pair) ignore it.
   virtual void set_traffic_class(int tos) { (void)tos; }
+  /// Has the medium spread what it sends at no more than `bytes_per_second` (0: no limit), for
+  /// QoS; media that cannot (shared memory) ignore it.
+  virtual void set_pacing_rate(double bytes_per_second) { (void)bytes_per_second; }
   /// True while the link has stopped reading from the peer because a large frame waits for its
   /// receive to be posted here: silence from the peer is then no sign of a fault.
   virtual bool holds_unmatched() const { return false; }

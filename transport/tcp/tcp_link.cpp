@@ -214,6 +214,12 @@ void TcpLink::set_traffic_class(int tos) {
     if (s) set_socket_tos(s->fd(), tos);
 }
 
+void TcpLink::set_pacing_rate(double bytes_per_second) {
+  params_.socket_options.pacing_rate = bytes_per_second;
+  for (auto& s : streams_)
+    if (s) set_socket_pacing(s->fd(), bytes_per_second);
+}
+
 bool TcpLink::holds_unmatched() const {
   for (auto& s : streams_)
     if (s && s->holding()) return true;

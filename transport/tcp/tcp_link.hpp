@@ -70,6 +70,7 @@ class TcpLink final : public Link, public StreamOwner {
   }
   bool holds_unmatched() const override;
   void set_traffic_class(int tos) override;
+  void set_pacing_rate(double bytes_per_second) override;
   void close() override;
   const Status& error() const override { return error_; }
   bool is_up() const override { return up_; }

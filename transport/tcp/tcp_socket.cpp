@@ -19,8 +19,15 @@ void set_socket_tos(int fd, int tos) {
     HCOMM_LOG(debug, log::kNet, "setsockopt(IP_TOS, %d): %s", tos, strerror(errno));
 }
 
+void set_socket_pacing(int fd, double bytes_per_second) {
+  uint64_t rate = bytes_per_second > 0 ? static_cast<uint64_t>(bytes_per_second) : ~uint64_t{0};
+  if (setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0)
+    HCOMM_LOG(debug, log::kNet, "setsockopt(SO_MAX_PACING_RATE): %s", strerror(errno));
+}
+
 Status configure_socket(int fd, const SocketOptions& options) {
   if (options.tos != 0) set_socket_tos(fd, options.tos);
+  if (options.pacing_rate > 0) set_socket_pacing(fd, options.pacing_rate);
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
     return {HCOMM_ERR_TRANSPORT, std::string("fcntl(O_NONBLOCK): ") + strerror(errno)};

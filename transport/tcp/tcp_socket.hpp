@@ -18,10 +18,13 @@ struct SocketOptions {
   size_t recv_buf_size = 0;  ///< SO_RCVBUF, 0 = kernel default
   std::string congestion;    ///< TCP_CONGESTION, "" = kernel default
   int tos = 0;               ///< IP_TOS (DSCP << 2), from the communicator's QoS class
+  double pacing_rate = 0;    ///< SO_MAX_PACING_RATE, bytes/s; 0 = none
 };
 
 /// IP_TOS on a socket (best effort: logged at debug when refused).
 void set_socket_tos(int fd, int tos);
+/// SO_MAX_PACING_RATE (TCP paces by itself since Linux 4.13); 0 lifts it. Best effort.
+void set_socket_pacing(int fd, double bytes_per_second);
 
 /// Applies O_NONBLOCK, TCP_NODELAY, the buffer sizes and the congestion control (best effort:
 /// an algorithm the kernel does not offer or allow leaves its default, logged at debug).
