@@ -24,6 +24,7 @@
 #include "log/log.hpp"
 #include "qos/host_board.hpp"
 #include "qos/link_capacity.hpp"
+#include "qos/marking.hpp"
 #include "qos/qos_controller.hpp"
 #include "qos/send_gate.hpp"
 #include "topology/host_identity.hpp"
@@ -733,10 +734,9 @@ Status CommunicatorControl::set_qos(const QosClass& q) {
     qos::nudge_controller(*s.runtime);
   }
   s.qos = q;
-  s.runtime->engine().post(
-      [plane = std::weak_ptr<DataPlane>(s.plane), tos = transport::tcp::qos_tos(q)] {
-        if (auto live = plane.lock()) live->set_traffic_class(tos);
-      });
+  s.runtime->engine().post([plane = std::weak_ptr<DataPlane>(s.plane), tos = qos::tos_of(q)] {
+    if (auto live = plane.lock()) live->set_traffic_class(tos);
+  });
   return {};
 }
 

@@ -1,5 +1,7 @@
 #include "transport/rdma/rdma_protocol.hpp"
 
+#include "qos/marking.hpp"
+
 #include <sstream>
 
 namespace hcomm::transport::rdma {
@@ -30,8 +32,8 @@ RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   params.timeout = config_.rdma_timeout;
   params.retry_cnt = config_.rdma_retry_cnt;
   // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's DSCP (CS<priority>), as on TCP.
-  params.traffic_class = config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class
-                                                         : (config_.qos.priority << 3) << 2;
+  params.traffic_class =
+      config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class : qos::tos_of(config_.qos);
   params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
                    : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
                                                        : BufferMode::zero_copy;

@@ -1,11 +1,8 @@
 #include "transport/tcp/tcp_protocol.hpp"
 
-namespace hcomm::transport::tcp {
+#include "qos/marking.hpp"
 
-int qos_tos(const QosClass& qos) {
-  // DSCP class selector CS<priority>, in the TOS byte's upper six bits.
-  return (qos.priority << 3) << 2;
-}
+namespace hcomm::transport::tcp {
 
 ProtocolCaps TcpProtocol::caps() const {
   ProtocolCaps c;
@@ -38,7 +35,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.peer_endpoint = context.peer_address;
   p.num_streams = config_.sockets_per_peer;
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
-                      qos_tos(config_.qos)};
+                      qos::tos_of(config_.qos)};
   p.bytes_sent = context.bytes_sent;
   if (context.my_rank < context.peer) p.listener = listener_.get();
   auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));

@@ -10,9 +10,6 @@
 
 namespace hcomm::transport::tcp {
 
-/// The IP TOS byte of a QoS class: DSCP class selector CS<priority> (CS0 = default).
-int qos_tos(const QosClass& qos);
-
 class TcpProtocol final : public LinkProtocol {
  public:
   ProtocolCaps caps() const override;
