@@ -41,7 +41,9 @@ Expected<QosClass> QosClass::parse(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long v = std::strtol(text.c_str(), &stop, 10);
-    if (text.empty() || *stop != '\0') return bad("'" + text + "' is not a whole number");
+    if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) || *stop != '\0')
+      return bad("'" + text + "' is not a whole number");
+    if (v < -1000 || v > 1000) return bad("'" + text + "' is out of range");
     if (key == "min")
       q.min_rate = static_cast<int>(v);
     else if (key == "max")

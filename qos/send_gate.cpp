@@ -57,8 +57,9 @@ void SendGate::post(ClassId id, transport::Link* link, transport::SendRequest* r
     link->set_pacing_rate(rate > 0 ? rate * 1.1 : 0);
   }
   it->second.queue.push_back({link, request, now});
-  stamp(it->second, now, 0);
   pump();
+  // After the pump: whether this class's frames wait now.
+  if (auto again = classes_.find(id); again != classes_.end()) stamp(again->second, now, 0);
 }
 
 void SendGate::stamp(Class& c, Clock::time_point now, size_t bytes) {
@@ -68,7 +69,8 @@ void SendGate::stamp(Class& c, Clock::time_point now, size_t bytes) {
   const auto busy_until = std::max(now, c.bucket.ready_at(now)) + kActiveFor;
   const int64_t until =
       std::chrono::duration_cast<std::chrono::nanoseconds>(busy_until.time_since_epoch()).count();
-  const bool backlogged = !c.queue.empty() || !c.bucket.ready(now);
+  // Backlogged: frames wait for tokens (a class in debt with nothing waiting sends all it has).
+  const bool backlogged = !c.queue.empty();
   c.board->note(c.slot, bytes, until, backlogged);
 }
 

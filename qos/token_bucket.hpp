@@ -37,9 +37,10 @@ class TokenBucket {
   Clock::time_point ready_at(Clock::time_point now) {
     refill(now);
     if (tokens_ > 0) return now;
-    if (rate_ <= 0) return now + std::chrono::hours(1);
-    return now + std::chrono::duration_cast<Clock::duration>(
-                     std::chrono::duration<double>((1.0 - tokens_) / rate_));
+    const double seconds = rate_ > 0 ? (1.0 - tokens_) / rate_ : 1e300;
+    if (seconds > 1e6) return now + std::chrono::seconds(1000000);  // a rate of 0, or next to it
+    // Rounded up: above 1 GB/s a byte takes less than the clock's nanosecond.
+    return now + std::chrono::ceil<Clock::duration>(std::chrono::duration<double>(seconds));
   }
 
  private:
