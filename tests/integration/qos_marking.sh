@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# QoS marking on the wire: a communicator of class priority 5 sends its TCP traffic with DSCP
+# CS5 (IP TOS 0xa0), so that switches can honour the class; a default communicator sends CS0.
+# Two namespace hosts (tests/chaos/two_hosts.sh); nftables counters in host A count the packets
+# leaving on the fabric by DSCP while hcomm-bench sendrecv runs between the hosts.
+# Needs root, ip netns, nsenter, unshare, nft; otherwise SKIP (77).
+# Usage: qos_marking.sh HCOMM_RUN HCOMM_BENCH
+set -u
+run=$1 bench=$2
+here=$(cd "$(dirname "$0")" && pwd)
+name=qos_marking
+skip() { echo "************ SKIP $name: $* ************"; exit 77; }
+fail() { echo "$name: FAIL: $*" >&2; exit 1; }
+# shellcheck source=../chaos/two_hosts.sh
+. "$here/../chaos/two_hosts.sh"
+two_hosts_start "qm$$"
+
+count() {  # count DSCP: packets counted so far in host A's output on the fabric with that DSCP
+  ip netns exec "$ns_a" nft list chain inet marks out |
+    sed -n "s/.*ip dscp $1 counter packets \([0-9]*\).*/\1/p"
+}
+ip netns exec "$ns_a" nft -f - << 'NFT' || fail "cannot load the counting rules"
+table inet marks {
+  chain out {
+    type filter hook output priority 0;
+    oifname "fabric" ip dscp cs5 counter
+    oifname "fabric" ip dscp cs0 counter
+  }
+}
+NFT
+
+bench_run() {  # bench_run QOS: a 2-host sendrecv of 1 MiB, 50 times
+  HCOMM_QOS=$1 HCOMM_LINK_GBPS=10 timeout 60 "$run" -n 2 --timeout 50 "$dir/rank.sh" \
+    "$bench" sendrecv -b 1M -e 1M -n 50 -w 2 > "$dir/bench.log" 2>&1 \
+    || { cat "$dir/bench.log"; fail "hcomm-bench failed (HCOMM_QOS=$1)"; }
+}
+
+bench_run "priority=5"
+cs5=$(count cs5) cs0=$(count cs0)
+echo "$name: priority 5: $cs5 packets CS5, $cs0 packets CS0 on host A's fabric"
+[ "${cs5:-0}" -gt 100 ] || fail "expected the class's traffic marked CS5, counted ${cs5:-none}"
+[ "${cs0:-0}" -lt "$((cs5 / 10))" ] || fail "too many unmarked (CS0) packets: $cs0 vs $cs5"
+
+bench_run "priority=0,min=10"
+cs5b=$(count cs5) cs0b=$(count cs0)
+echo "$name: priority 0: $((cs5b - cs5)) more CS5, $((cs0b - cs0)) more CS0"
+[ "$((cs5b - cs5))" -lt 10 ] || fail "a priority-0 class sent CS5 packets"
+[ "$((cs0b - cs0))" -gt 100 ] || fail "a priority-0 class should send CS0"
+echo "$name: PASS"
