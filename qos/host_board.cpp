@@ -48,11 +48,6 @@ HostBoard::Layout& HostBoard::layout() const {
 }
 
 Expected<std::shared_ptr<HostBoard>> HostBoard::get(const std::string& host_id) {
-  static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<HostBoard>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& cached = cache[host_id];
-  if (auto board = cached.lock()) return board;
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx",
                 static_cast<unsigned long long>(std::hash<std::string>()(host_id)));
@@ -67,17 +62,13 @@ Expected<std::shared_ptr<HostBoard>> HostBoard::get(const std::string& host_id) 
     if (created.ok()) {
       auto board = std::make_shared<HostBoard>(std::move(created.value()), kName);
       board->layout().magic.store(Layout::kMagic, std::memory_order_release);
-      cached = board;
       return board;
     }
     bool missing = false;
     auto opened = transport::shm::SharedSegment::open(kName, &missing);
     if (opened.ok() && opened.value().bytes() >= sizeof(Layout)) {
       auto board = std::make_shared<HostBoard>(std::move(opened.value()), kName);
-      if (board->layout().magic.load(std::memory_order_acquire) == Layout::kMagic) {
-        cached = board;
-        return board;
-      }
+      if (board->layout().magic.load(std::memory_order_acquire) == Layout::kMagic) return board;
     }
     last =
         opened.ok() ? Status{HCOMM_ERR_INTERNAL, "the board is not initialized"} : opened.status();
@@ -142,6 +133,12 @@ Status HostBoard::update(int slot, const QosClass& qos) {
 
 void HostBoard::release(int slot) {
   layout().slots[slot].state.store(kFree, std::memory_order_release);
+  // The last communicator with QoS on this host removes the board: each host (network
+  // namespace) would leave one behind otherwise. One that claims a slot right now keeps its
+  // mapping and is alone on it until its communicator ends (a small window, not a fault).
+  for (int i = 0; i < kSlots; ++i)
+    if (layout().slots[i].state.load(std::memory_order_acquire) != kFree) return;
+  transport::shm::SharedSegment::unlink(name_);
 }
 
 void HostBoard::note(int slot, uint64_t bytes, int64_t active_until_ns, bool backlogged) {

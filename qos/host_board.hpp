@@ -22,7 +22,8 @@ class HostBoard {
  public:
   static constexpr int kSlots = 128;
   /// The board of the host `host_id` names (topology/host_identity: network namespaces that
-  /// are hosts of their own get boards of their own), opened or created once per process.
+  /// are hosts of their own get boards of their own), opened, or created by the first
+  /// communicator with QoS on the host (the last one's release() removes it).
   static Expected<std::shared_ptr<HostBoard>> get(const std::string& host_id);
 
   /// A slot for a communicator of this process with class `qos`; HCOMM_ERR_INVALID_ARG when the

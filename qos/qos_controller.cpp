@@ -6,6 +6,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 
 #include "actors/messages.hpp"
@@ -31,11 +32,19 @@ struct Member {
   int priority = -1;
 };
 
-/// What a board slot sent, seen at the last division: its rate, smoothed.
+/// What a board slot sent over the last kWindow: its send rate. A window, not the last period
+/// alone: a bulk class sends a multi-megabyte frame now and then, and its rate must not look
+/// like zero between two frames.
 struct Seen {
-  uint64_t bytes = 0;
-  int64_t at_ns = 0;
-  double rate = 0;  // bytes/s, exponentially smoothed
+  static constexpr int64_t kWindowNs = 300'000'000;
+  std::deque<std::pair<int64_t, uint64_t>> samples;  // (time, bytes sent so far)
+  int64_t backlogged_ns = 0;                         // when it last had frames waiting
+  double rate(int64_t now, uint64_t bytes) {
+    samples.emplace_back(now, bytes);
+    while (samples.size() > 2 && now - samples[1].first >= kWindowNs) samples.pop_front();
+    const auto& [t0, b0] = samples.front();
+    return now > t0 && bytes >= b0 ? static_cast<double>(bytes - b0) * 1e9 / (now - t0) : 0;
+  }
 };
 
 struct ControllerState {
@@ -53,16 +62,13 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
     if (!boards.count(m.board.get())) boards[m.board.get()] = m.board->read(now);
   // How fast each slot sends (smoothed over ~5 divisions).
   std::map<std::pair<HostBoard*, int>, double> sending;
+  std::map<std::pair<HostBoard*, int>, bool> quiet;  // no frame waited over the window
   for (auto& [board, entries] : boards)
     for (const auto& e : entries) {
       Seen& s = st.seen[{board, e.slot}];
-      if (s.at_ns != 0 && now > s.at_ns && e.bytes_sent >= s.bytes) {
-        const double r = static_cast<double>(e.bytes_sent - s.bytes) * 1e9 / (now - s.at_ns);
-        s.rate = 0.7 * s.rate + 0.3 * r;
-      }
-      s.bytes = e.bytes_sent;
-      s.at_ns = now;
-      sending[{board, e.slot}] = s.rate;
+      if (e.backlogged) s.backlogged_ns = now;
+      sending[{board, e.slot}] = s.rate(now, e.bytes_sent);
+      quiet[{board, e.slot}] = now - s.backlogged_ns >= Seen::kWindowNs;
     }
   for (auto& [comm, m] : st.members) {
     const auto& entries = boards[m.board.get()];
@@ -85,11 +91,12 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
       demands[t].active |= e.active;
       ++ranks_here[t];
       sends[t] += sending[{m.board.get(), e.slot}];
-      backlogged[t] = backlogged[t] || e.backlogged;
+      backlogged[t] = backlogged[t] || !quiet[{m.board.get(), e.slot}];
       if (e.comm == comm) on_fallback |= e.on_fallback;
     }
-    // A tenant that sends much less than it could, with nothing waiting, leaves the rest to the
-    // others (a latency-bound class sending small messages must not hold a bulk class back).
+    // A tenant that sends much less than it could, with nothing waiting for a whole window,
+    // leaves the rest to the others (a latency-bound class sending small messages must not hold
+    // a bulk class back).
     for (size_t t = 0; t < tenants.size(); ++t)
       if (demands[t].active && !backlogged[t]) demands[t].demand = sends[t] * 1.5;
     const size_t mine = std::find(tenants.begin(), tenants.end(), comm) - tenants.begin();

@@ -7,6 +7,10 @@
 // With -c 1 the operation then runs once more on a deterministic input and every element is
 // compared with a reference computed here, independently of the library.
 //
+// Tenant mode (-T S): the first size runs back to back for S seconds instead of the sweep, and
+// rank 0 reports every rank's iterations, payload rate to other hosts and op latency: what one
+// tenant of a shared link gets. --qos sets the communicator's QoS class (hcomm/qos.hpp) first.
+//
 // This file joins and drives the sweep; the pieces are in bench/: options (command line),
 // op_table (the operations), reference and elements (inputs and expected results), runner
 // (timing and checking one size), report (table, progress bar, JSON).
@@ -28,6 +32,7 @@
 #include "bench/runner.hpp"
 
 using hcomm::Communicator;
+using hcomm::Status;
 using hcomm::bench::find_op;
 using hcomm::bench::is_lead_rank;
 using hcomm::bench::kExitUsage;
@@ -40,6 +45,7 @@ using hcomm::bench::Report;
 using hcomm::bench::Row;
 using hcomm::bench::Runner;
 using hcomm::bench::size_sweep;
+using hcomm::bench::TimedRun;
 using hcomm::bench::usage_error;
 
 namespace {
@@ -64,6 +70,42 @@ std::unique_ptr<Communicator> join(const Options& o) {
   return std::move(*comm);
 }
 
+// --qos: every rank sets the class. The minimums are checked per host, so one rank may be refused
+// while another is not: they agree, and all exit with kExitUsage, the refused ones saying why.
+void apply_qos(Communicator& comm, const Options& o) {
+  int64_t refused = 0, any = 0;
+  Status st = comm.set_qos(o.qos);
+  if (!st.ok()) {
+    std::fprintf(stderr, "hcomm-bench: rank %d: --qos %s refused: %s\n", comm.rank(),
+                 o.qos.to_string().c_str(), st.to_string().c_str());
+    refused = 1;
+  }
+  st = comm.allreduce(&refused, &any, 1, hcomm::DataType::int64, hcomm::ReduceOp::max);
+  if (!st.ok()) {
+    std::fprintf(stderr, "hcomm-bench: rank %d: allreduce after set_qos failed: %s\n", comm.rank(),
+                 st.to_string().c_str());
+    std::exit(kExitWrong);
+  }
+  if (any != 0) std::exit(kExitUsage);
+}
+
+// Rank 0's last words: the registration cache, the JSON file, the exit status.
+int finish(const Report& report, FILE* json, const Options& o) {
+  const auto mr = hcomm::memory_registration_stats();
+  if (mr.hits + mr.misses > 0)
+    std::printf("# RDMA registration cache (rank 0): %" PRIu64 " hits, %" PRIu64
+                " misses, hit rate %.2f%%, %" PRIu64 " evictions, %" PRIu64 " bytes pinned\n#\n",
+                mr.hits, mr.misses, 100.0 * mr.hit_rate(), mr.evictions, mr.pinned_bytes);
+  if (json != nullptr) {
+    const bool ok = report.write_json(json);
+    if (std::fclose(json) != 0 || !ok) {
+      std::fprintf(stderr, "hcomm-bench: -J: writing '%s' failed\n", o.json_path.c_str());
+      return kExitWrong;
+    }
+  }
+  return report.total_wrong() == 0 ? 0 : kExitWrong;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,13 +127,14 @@ int main(int argc, char** argv) {
     if (lead) std::fprintf(stderr, "hcomm-bench: -r %d: only %d ranks\n", o.root, comm->size());
     return kExitUsage;
   }
+  if (o.has_qos) apply_qos(*comm, o);
 
   // Barrier moves no data: one row, whatever -b/-e say.
   const std::vector<size_t> sizes =
       std::string(spec->name) == "barrier" ? std::vector<size_t>{0} : size_sweep(o);
   Runner runner(*comm, o, *spec);
   Report report(o, *spec, comm->size());
-  Progress progress(lead, sizes.size());
+  Progress progress(lead && o.duration_s <= 0, sizes.size());
   if (lead) {
     // What carries this rank's traffic: "# transport: rdma to 1 peer(s)".
     std::map<std::string, int> transports;
@@ -101,8 +144,20 @@ int main(int argc, char** argv) {
     for (const auto& [name, peers] : transports)
       line += (line.empty() ? "" : ", ") + name + " to " + std::to_string(peers) + " peer(s)";
     std::printf("# transport (rank 0): %s\n", line.empty() ? "none (1 rank)" : line.c_str());
-    report.header();
+    if (o.has_qos || o.duration_s > 0 || std::getenv("HCOMM_QOS") != nullptr)
+      report.qos(comm->qos(), comm->config().link_gbps);
+    if (o.duration_s <= 0) report.header();
   }
+
+  if (o.duration_s > 0) {  // tenant mode: the first size only
+    int64_t wrong = -1;
+    const std::vector<TimedRun> ranks = runner.run_timed(sizes.front(), o.duration_s, &wrong);
+    if (!lead) return 0;
+    const Row shape = runner.shape(sizes.front());
+    report.timed(shape.bytes, shape.count, ranks, wrong);
+    return finish(report, json, o);
+  }
+
   for (size_t i = 0; i < sizes.size(); ++i) {
     const Row row = runner.run(sizes[i]);
     if (!lead) continue;
@@ -113,17 +168,5 @@ int main(int argc, char** argv) {
   if (!lead) return 0;  // the wrong counts are global: rank 0 reports them and sets the status
   progress.erase();
   report.footer();
-  const auto mr = hcomm::memory_registration_stats();
-  if (mr.hits + mr.misses > 0)
-    std::printf("# RDMA registration cache (rank 0): %" PRIu64 " hits, %" PRIu64
-                " misses, hit rate %.2f%%, %" PRIu64 " evictions, %" PRIu64 " bytes pinned\n#\n",
-                mr.hits, mr.misses, 100.0 * mr.hit_rate(), mr.evictions, mr.pinned_bytes);
-  if (json != nullptr) {
-    const bool ok = report.write_json(json);
-    if (std::fclose(json) != 0 || !ok) {
-      std::fprintf(stderr, "hcomm-bench: -J: writing '%s' failed\n", o.json_path.c_str());
-      return kExitWrong;
-    }
-  }
-  return report.total_wrong() == 0 ? 0 : kExitWrong;
+  return finish(report, json, o);
 }

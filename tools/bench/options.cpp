@@ -34,6 +34,15 @@ const char kUsage[] =
     "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -a, --algo A          force the algorithm: ring, tree, rd, hd, hier, direct, auto\n"
     "  -J, --json FILE       also write the results as JSON (rank 0)\n"
+    "  -T, --duration S      tenant mode: run the first size (-b) back to back for S seconds\n"
+    "                        (decimals allowed) instead of -n iterations per size; every rank\n"
+    "                        stops at the same iteration. Rank 0 prints every rank's iterations,\n"
+    "                        elapsed time, payload sent to ranks on other hosts in Gbit/s (1e9\n"
+    "                        bit/s) and op latency median/p99/mean; -J adds per-rank samples of\n"
+    "                        the cumulative bytes (unix time, bytes) about every 100 ms\n"
+    "      --qos SPEC        this communicator's QoS class, as HCOMM_QOS: min=N,max=N,priority=P\n"
+    "                        (any subset; shares in % of HCOMM_LINK_GBPS, priority 0..7); set\n"
+    "                        with Communicator::set_qos() right after joining (refused: exit 2)\n"
     "  -h, --help            this text\n"
     "Sizes follow nccl-tests: size(B) is the larger of the send and the receive buffer of one\n"
     "rank, rounded down to a multiple of the element size (for allgather, reduce_scatter,\n"
@@ -48,6 +57,16 @@ size_t parse_bytes(const char* flag, const char* s) {
   auto bytes = tools::parse_byte_count(s);
   if (!bytes) usage_error(std::string(flag) + ": not a size: '" + s + "'");
   return *bytes;
+}
+
+double parse_seconds(const char* flag, const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  // At most a day: a typo of a few digits too many should not hold a cluster for months.
+  if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 86400)
+    usage_error(std::string(flag) + ": expected seconds in (0, 86400], got '" + s + "'");
+  return v;
 }
 
 long parse_int(const char* flag, const char* s, long lo, long hi) {
@@ -66,6 +85,8 @@ DataType parse_dtype_arg(const char* s) {
   if (!hcomm::parse_dtype(s, &t)) usage_error(std::string("-d: unknown data type '") + s + "'");
   return t;
 }
+
+constexpr int kQosFlag = 1000;  // long-only option
 
 constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
 
@@ -94,12 +115,14 @@ Options parse_options(int argc, char** argv) {
                                  {"root", required_argument, nullptr, 'r'},
                                  {"algo", required_argument, nullptr, 'a'},
                                  {"json", required_argument, nullptr, 'J'},
+                                 {"duration", required_argument, nullptr, 'T'},
+                                 {"qos", required_argument, nullptr, kQosFlag},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   Options o;
   opterr = 0;  // our own messages, printed by one rank
   int c;
-  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:a:J:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:a:J:T:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b':
         o.min_bytes = parse_bytes("-b", optarg);
@@ -143,6 +166,16 @@ Options parse_options(int argc, char** argv) {
       case 'J':
         o.json_path = optarg;
         break;
+      case 'T':
+        o.duration_s = parse_seconds("-T", optarg);
+        break;
+      case kQosFlag: {
+        auto qos = QosClass::parse(optarg);
+        if (!qos) usage_error(std::string("--qos: '") + optarg + "': " + qos.status().message());
+        o.qos = *qos;
+        o.has_qos = true;
+        break;
+      }
       case 'h':
         if (is_lead_rank()) std::fputs(kUsage, stdout);
         std::exit(0);

@@ -27,6 +27,10 @@ struct Options {
   int root = 0;
   std::string algo;  // empty: the library's choice
   std::string json_path;
+  // Tenant mode.
+  bool has_qos = false;  // --qos given: set on the communicator right after it is created
+  QosClass qos;
+  double duration_s = 0;  // -T: > 0 runs the first size back to back this long, not the sweep
 };
 
 // Usage errors are reported by one rank only: every rank parses the same arguments. The rank is

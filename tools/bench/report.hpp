@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "bench/op_table.hpp"
@@ -38,14 +39,28 @@ class Report {
   void footer() const;
   bool write_json(FILE* f) const;  // false on a write error
 
+  /// The class the communicator runs in and the link it shares ("# qos: ..."; JSON: "qos").
+  void qos(const QosClass& q, double link_gbps);
+  /// Tenant mode (-T): every rank's figures, then the wrong count and the footer; the JSON then
+  /// holds these instead of the rows.
+  void timed(size_t bytes, size_t count, const std::vector<TimedRun>& ranks, int64_t wrong);
+
  private:
   const char* redop_name() const;
   int root() const;
+  bool write_json_timed(FILE* f, const std::string& common) const;
 
   const Options& o_;
   const OpSpec& spec_;
   int n_;
   std::vector<Row> rows_;
+  bool has_qos_ = false;
+  QosClass qos_;
+  double link_gbps_ = 0;
+  bool timed_ = false;
+  size_t timed_bytes_ = 0, timed_count_ = 0;
+  std::vector<TimedRun> timed_ranks_;
+  int64_t timed_wrong_ = -1;
 };
 
 }  // namespace hcomm::bench

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/op_table.hpp"
 #include "bench/options.hpp"
@@ -24,12 +26,37 @@ struct Row {
   int64_t cross_host_bytes = -1;
 };
 
+/// One rank's figures of a tenant-mode run (-T): the first size back to back for a duration.
+struct TimedRun {
+  int rank = 0;
+  int64_t iterations = 0;  // the same on every rank
+  double elapsed_s = 0;    // this rank's clock, from the starting barrier to the agreed stop
+  /// Payload bytes this rank sent to ranks on other hosts during the run (-1: none there).
+  int64_t wire_bytes = -1;
+  double wire_gbps = 0;  // wire_bytes * 8 / elapsed_s / 1e9 (0 when wire_bytes is -1)
+  /// Of this rank's operations, each timed alone. Back to back, the median is that of the fast
+  /// periods (a stall holds up few operations); the mean shows how long the stalls were.
+  double median_us = 0, p99_us = 0, mean_us = 0;
+  double start_unix = 0, end_unix = 0;  // wall clock (s) of the run's start and end
+  /// (unix time in s, wire bytes since the start) at the start, after an iteration about every
+  /// 100 ms, and at the end: the rate over any window, e.g. the one all tenants share.
+  std::vector<std::pair<double, int64_t>> samples;
+};
+
 // A failing operation ends the process with kExitWrong: a benchmark cannot go on without it.
 class Runner {
  public:
   Runner(Communicator& comm, const Options& o, const OpSpec& spec);
 
   Row run(size_t nominal_bytes);
+  /// The size and count columns `nominal_bytes` gives (rounded to whole elements / blocks).
+  Row shape(size_t nominal_bytes) const;
+
+  /// Tenant mode: warm-up, a barrier, then the operation at `nominal_bytes` back to back until
+  /// rank 0's clock passes `seconds` (every rank stops after the same iteration: rank 0
+  /// broadcasts a stop flag every ~20 ms of iterations). Then, with -c 1, one checked run.
+  /// Collective; every rank gets every rank's figures, by rank, and the wrong count in *wrong.
+  std::vector<TimedRun> run_timed(size_t nominal_bytes, double seconds, int64_t* wrong);
 
  private:
   Case case_for(size_t nominal_bytes) const;
@@ -43,6 +70,7 @@ class Runner {
   /// Bytes this rank has sent so far to ranks on other hosts; -1 when all share its host.
   int64_t sent_across_hosts() const;
   int64_t check(const Case& c, const Buffers& b);
+  std::vector<TimedRun> gather(const TimedRun& mine);
 
   Communicator& comm_;
   const Options& o_;
