@@ -164,15 +164,16 @@ void carry_out(link_supervisor_actor::stateful_pointer<SupervisorState> self, in
               "rank %d: too many failovers (HCOMM_FAILOVER_LIMIT): traffic stays on tcp-fallback "
               "and the primary is no longer reconnected",
               peer);
-    if (auto plane = st.plane.lock()) {
-      LinkEvent e;
-      e.peer = peer;
-      e.kind = LinkEvent::Kind::pinned;
-      e.from = "";
-      e.to = "tcp-fallback";
-      e.reason = "more failovers than HCOMM_FAILOVER_LIMIT allows";
-      plane->recorder().record(std::move(e));
-    }
+    LinkEvent e;
+    e.peer = peer;
+    e.kind = LinkEvent::Kind::pinned;
+    e.to = "tcp-fallback";
+    e.reason = "more failovers than HCOMM_FAILOVER_LIMIT allows";
+    // On the engine thread: a reference taken here could be the plane's last one, and the
+    // plane must be destroyed there.
+    st.runtime->engine().post([plane = st.plane, e] {
+      if (auto live = plane.lock()) live->recorder().record(e);
+    });
   }
   for (auto& c : out.commands) {
     st.runtime->engine().post([plane = st.plane, peer, c] {
@@ -599,10 +600,6 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
 CommunicatorControl::CommunicatorControl(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 CommunicatorControl::~CommunicatorControl() {
-  if (state_->qos_slot >= 0) {
-    qos::leave_controller(*state_->runtime, state_->uid);
-    state_->board->release(state_->qos_slot);
-  }
   caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
   if (state_->supervisor) caf::anon_send_exit(state_->supervisor, caf::exit_reason::user_shutdown);
   auto closed = std::make_shared<std::promise<void>>();
@@ -620,6 +617,11 @@ CommunicatorControl::~CommunicatorControl() {
     destroyed.set_value();
   });
   gone.wait();
+  // Only now: the send gate no longer stamps the slot (the plane's close removed the class).
+  if (state_->qos_slot >= 0) {
+    qos::leave_controller(*state_->runtime, state_->uid);
+    state_->board->release(state_->qos_slot);
+  }
 }
 
 void CommunicatorControl::start(coll::OperationPtr op, coll::Schedule schedule,

@@ -27,6 +27,8 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
 }
 
 DataPlane::~DataPlane() {
+  // Destroyed before close() finished (its caller stopped waiting): its poll must not fire.
+  if (poll_timer_ != 0) engine_.cancel_timer(poll_timer_);
   if (params_.gate != nullptr) params_.gate->remove_class(params_.comm_uid);
   executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   links_.clear();
@@ -186,11 +188,13 @@ void DataPlane::poll_closed(transport::ProgressEngine::Clock::time_point deadlin
   bool all_closed = true;
   for (auto& link : links_)
     if (link && link->error().ok()) all_closed = false;
+  poll_timer_ = 0;
   if (all_closed || transport::ProgressEngine::Clock::now() >= deadline) return done();
-  engine_.add_timer(transport::ProgressEngine::Clock::now() + std::chrono::milliseconds(2),
-                    [this, deadline, done = std::move(done)]() mutable {
-                      poll_closed(deadline, std::move(done));
-                    });
+  poll_timer_ =
+      engine_.add_timer(transport::ProgressEngine::Clock::now() + std::chrono::milliseconds(2),
+                        [this, deadline, done = std::move(done)]() mutable {
+                          poll_closed(deadline, std::move(done));
+                        });
 }
 
 }  // namespace hcomm::actors

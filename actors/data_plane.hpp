@@ -127,6 +127,7 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   std::unique_ptr<std::atomic<int>[]> carrier_;  // by peer: the slot carrying traffic, -1: none
   std::unique_ptr<std::atomic<bool>[]> lost_;    // by peer
   bool aborted_ = false;
+  transport::ProgressEngine::TimerId poll_timer_ = 0;  // close()'s poll for the peers' goodbyes
 };
 
 }  // namespace hcomm::actors

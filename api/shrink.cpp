@@ -5,6 +5,8 @@
 // since rank 0 may be the one that is gone.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "api/communicator_impl.hpp"
 #include "log/log.hpp"
@@ -38,16 +40,20 @@ Expected<Config> CommunicatorImpl::shrunk_config() {
   // counted as lost.
   const auto wait = std::max(std::chrono::milliseconds(10000), 2 * cfg_.peer_timeout);
   for (int round = 0; round < 2; ++round) {
-    std::vector<std::vector<uint8_t>> views(static_cast<size_t>(n));
+    // On the heap and kept when a wait runs out: a transfer that timed out stays posted, and a
+    // late answer must find its memory (a few bytes, on a path that ends the communicator).
+    auto views = std::make_shared<std::vector<std::vector<uint8_t>>>(static_cast<size_t>(n));
+    auto mine = std::make_shared<std::vector<uint8_t>>(lost);
+    bool timed_out = false;
     std::vector<Work> recvs(static_cast<size_t>(n));
     std::vector<Work> sends;
-    std::vector<uint8_t> mine = lost;
     for (int p = 0; p < n; ++p) {
       if (p == me || lost[static_cast<size_t>(p)]) continue;
-      views[static_cast<size_t>(p)].assign(static_cast<size_t>(n), 0);
-      recvs[static_cast<size_t>(p)] = reserved_transfer(
-          coll::OpKind::recv, views[static_cast<size_t>(p)].data(), static_cast<size_t>(n), p);
-      sends.push_back(reserved_transfer(coll::OpKind::send, mine.data(), mine.size(), p));
+      auto& view = (*views)[static_cast<size_t>(p)];
+      view.assign(static_cast<size_t>(n), 0);
+      recvs[static_cast<size_t>(p)] =
+          reserved_transfer(coll::OpKind::recv, view.data(), static_cast<size_t>(n), p);
+      sends.push_back(reserved_transfer(coll::OpKind::send, mine->data(), mine->size(), p));
     }
     for (int p = 0; p < n; ++p) {
       if (p == me || lost[static_cast<size_t>(p)]) continue;
@@ -56,12 +62,21 @@ Expected<Config> CommunicatorImpl::shrunk_config() {
         HCOMM_LOG(warn, log::kInit, "shrink: rank %d did not answer (%s): counted as lost", p,
                   st.to_string().c_str());
         lost[static_cast<size_t>(p)] = 1;
+        timed_out |= st.code() == HCOMM_ERR_TIMEOUT;
         continue;
       }
       for (int q = 0; q < n; ++q)
-        lost[static_cast<size_t>(q)] |= views[static_cast<size_t>(p)][static_cast<size_t>(q)];
+        lost[static_cast<size_t>(q)] |= (*views)[static_cast<size_t>(p)][static_cast<size_t>(q)];
     }
-    for (auto& w : sends) w.wait(wait);  // small sends complete at once; failures are losses
+    for (auto& w : sends)  // small sends complete at once; failures are losses
+      timed_out |= w.wait(wait).code() == HCOMM_ERR_TIMEOUT;
+    if (timed_out) {
+      static std::mutex kept_mutex;
+      static std::vector<std::shared_ptr<void>> kept;
+      std::lock_guard<std::mutex> lock(kept_mutex);
+      kept.push_back(views);
+      kept.push_back(mine);
+    }
   }
   if (lost[static_cast<size_t>(me)])
     return Status{HCOMM_ERR_PEER_LOST,

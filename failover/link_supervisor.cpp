@@ -10,6 +10,9 @@ LinkSupervisor::LinkSupervisor(const Params& params)
 
 LinkSupervisor::Output LinkSupervisor::on_event(const ChannelEvent& e, Clock::time_point now) {
   Output out;
+  // A link that comes back after the loss was decided, before the link carried it out, undoes
+  // it (the ReliableLink declines a loss while a link is up and reports it).
+  if (lost_ && e.kind == ChannelEvent::Kind::up) lost_ = false;
   if (lost_) return out;
   switch (e.kind) {
     case ChannelEvent::Kind::up:

@@ -56,7 +56,11 @@ class ReliableLink::Tap final : public transport::LinkObserver {
     if (retired) return true;
     owner_.heard(slot_);
     if (owner_.drop_duplicate(slot_, header)) return true;
-    return owner_.observer_.should_drop(header);
+    if (!owner_.observer_.should_drop(header)) return false;
+    // Dropped here (its operation was aborted): it arrived all the same, and its sender waits
+    // for the acknowledgement.
+    owner_.on_delivered(header.link_seq, header.flags);
+    return true;
   }
   void on_channel_frame(int, const FrameHeader& header, const std::string& payload) override {
     if (retired) return;
@@ -118,14 +122,18 @@ struct ReliableLink::RecvProxy final : transport::RecvRequest {
   uint8_t flags = 0;
 
   Status accept(const FrameHeader& h) override {
+    if (stale || pending == nullptr) return {HCOMM_ERR_ABORTED, "the link was left behind"};
     seq = h.link_seq;
     flags = h.flags;
     Status st = pending->user->accept(h);
     rejected = !st.ok();
     return st;
   }
-  void* destination() override { return pending->user->destination(); }
+  void* destination() override {
+    return stale || pending == nullptr ? nullptr : pending->user->destination();
+  }
   void on_piece(size_t offset, const void* data, size_t bytes) override {
+    if (stale || pending == nullptr) return;
     // A frame sent again after a failover starts from its beginning: the bytes this receive
     // has already reduced are skipped (pieces end on element boundaries, so `delivered` does).
     size_t& done = pending->delivered;
@@ -139,7 +147,9 @@ struct ReliableLink::RecvProxy final : transport::RecvRequest {
     pending->user->on_piece(offset, data, bytes);
     done = offset + bytes;
   }
-  size_t piece_granularity() const override { return pending->user->piece_granularity(); }
+  size_t piece_granularity() const override {
+    return pending == nullptr ? 1 : pending->user->piece_granularity();
+  }
   void on_received(const Status& status) override {
     if (!stale) owner->on_proxy_received(this, status);
   }
@@ -225,7 +235,7 @@ void ReliableLink::establish(Clock::time_point deadline, UpCallback on_up) {
       });
       continue;
     }
-    start_link(s, "", /*redial=*/false);
+    start_link(s, "", /*redial=*/false, 0);
   }
   deadline_timer_ = engine_.add_timer(deadline, [this] {
     deadline_timer_ = 0;
@@ -238,7 +248,8 @@ void ReliableLink::establish(Clock::time_point deadline, UpCallback on_up) {
   tick_timer_ = engine_.add_timer(Clock::now() + period, [this] { tick(); });
 }
 
-void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redial) {
+void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redial,
+                              uint32_t generation) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   const SlotSpec& spec = params_.slots[static_cast<size_t>(slot)];
   s.tap = std::make_unique<Tap>(*this, slot);
@@ -253,6 +264,7 @@ void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redi
   };
   transport::LinkContext ctx = context_for(slot);
   ctx.peer_address = spec.peer_address;
+  ctx.generation = generation;
   const auto deadline = Clock::now() + params_.redial_timeout;
   s.link = redial ? spec.protocol->redial(ctx, peer_offer, deadline, std::move(on_up))
                   : spec.protocol->create_link(ctx, deadline, std::move(on_up));
@@ -306,19 +318,25 @@ void ReliableLink::retire(int slot) {
   for (SendProxy* p : s.sends) {
     p->stale = true;
     if (p->entry != nullptr) p->entry->proxy = nullptr;
+    p->entry = nullptr;
     grave->sends.push_back(p);
   }
   for (RecvProxy* p : s.recvs) {
     p->stale = true;
     if (p->pending != nullptr) p->pending->proxy = nullptr;
+    p->pending = nullptr;
     grave->recvs.push_back(p);
   }
   s.sends.clear();
   s.recvs.clear();
   if (s.tap) s.tap->retired = true;
-  // Frames that arrived whole were acknowledged: they stay here, for receives posted later.
-  if (s.link)
+  if (s.link) {
+    // Nothing more moves through it from now on (it is destroyed later, off its own stack):
+    // the requests moved to the next link must not be touched by this one again.
+    s.link->abandon();
+    // Frames that arrived whole were acknowledged: they stay here, for receives posted later.
     for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
+  }
   grave->link = std::move(s.link);
   grave->tap = std::move(s.tap);
   s.state = SlotState::empty;
@@ -350,7 +368,7 @@ void ReliableLink::on_slot_failed(int slot, const Status& status, bool graceful)
   if (graceful) {
     // The peer destroyed its communicator: its goodbye on the link that carries traffic ends
     // the channel; on the other link it only closes that one.
-    if (!error_.ok()) return;
+    if (!error_.ok() || closing_) return;
     if (slot == active_ || active_ == kNoSlot) return peer_closed(slot, status);
     return retire(slot);
   }
@@ -452,8 +470,13 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   uint64_t frames = 0;
   uint64_t bytes = 0;
   std::vector<uint64_t> again;
-  for (auto& [seq, e] : entries_)
-    if (!e->acked && e->proxy == nullptr) again.push_back(seq);
+  std::vector<uint64_t> done;  // acknowledged while their send was on the link left behind
+  for (auto& [seq, e] : entries_) {
+    if (e->proxy != nullptr) continue;
+    (e->acked ? done : again).push_back(seq);
+  }
+  for (uint64_t seq : done)
+    if (auto it = entries_.find(seq); it != entries_.end()) maybe_release(it->second.get());
   for (uint64_t seq : again) {
     if (active_ != slot) break;
     auto it = entries_.find(seq);
@@ -473,9 +496,17 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
     auto it = pending_.find(user);
     if (it == pending_.end() || it->second->proxy != nullptr) continue;
     if (stored_.contains(user->key)) {
-      // Its frame arrived whole on the link left behind.
-      pending_.erase(it);
-      stored_.deliver_stored(user);
+      // Its frame arrived whole on the link left behind: handed over through a proxy, which
+      // skips what a half-filled receive has already reduced.
+      Pending* pending = it->second.get();
+      auto* proxy = new RecvProxy();
+      proxy->owner = this;
+      proxy->pending = pending;
+      proxy->slot = slot;
+      proxy->key = user->key;
+      slots_[static_cast<size_t>(slot)].recvs.insert(proxy);
+      pending->proxy = proxy;
+      stored_.deliver_stored(proxy);
       continue;
     }
     post_pending(it->second.get(), slot);
@@ -536,10 +567,10 @@ void ReliableLink::redial(int slot) {
       offer = o.value();
       s.state = SlotState::connecting;  // the link is made when the reply comes
       s.redialed = true;
-    } else {
-      start_link(slot, "", /*redial=*/true);
     }
     const uint64_t attempt = s.attempt = ++next_attempt_;
+    if (!spec.protocol->needs_offer())
+      start_link(slot, "", /*redial=*/true, static_cast<uint32_t>(attempt));
     s.attempt_timer =
         engine_.add_timer(Clock::now() + params_.redial_timeout, [this, slot, attempt] {
           Slot& sl = slots_[static_cast<size_t>(slot)];
@@ -556,7 +587,7 @@ void ReliableLink::redial(int slot) {
              spec.name + " needs another link up to reconnect");
       return;
     }
-    start_link(slot, "", /*redial=*/true);
+    start_link(slot, "", /*redial=*/true, 0);
   }
   HCOMM_LOG(info, log::kNet, "rank %d: reconnecting %s", peer(), slot_name(slot).c_str());
   record(LinkEvent::Kind::reconnect_attempt, slot, kNoSlot, "");
@@ -572,8 +603,13 @@ void ReliableLink::fail_attempt(int slot, uint64_t epoch, const std::string& rea
 }
 
 void ReliableLink::declare_lost(const std::string& reason) {
-  for (const Slot& s : slots_)
-    if (s.state == SlotState::up) return;  // came back meanwhile
+  for (int i = 0; i < 2; ++i)
+    if (slots_[static_cast<size_t>(i)].state == SlotState::up) {
+      // It came back meanwhile (not proven yet, but it carries traffic): the supervisor hears
+      // so and goes on watching.
+      report(ChannelEvent::Kind::up, i, kNoSlot, "");
+      return;
+    }
   const auto silent = peer_silence(Clock::now());
   error_ = Status{HCOMM_ERR_PEER_LOST,
                   "rank " + std::to_string(peer()) + " (" + params_.slots[kPrimary].peer_address +
@@ -726,6 +762,7 @@ void ReliableLink::on_channel(int slot, const FrameHeader& h, const std::string&
       if (s.state != SlotState::empty) {
         if (active_ == target) break;  // it carries traffic here: a stale request
         retire(target);
+        report(ChannelEvent::Kind::down, target, kNoSlot, "the peer makes it again");
       }
       const SlotSpec& spec = params_.slots[static_cast<size_t>(target)];
       if (spec.protocol == nullptr || !spec.protocol->can_redial()) break;
@@ -743,7 +780,7 @@ void ReliableLink::on_channel(int slot, const FrameHeader& h, const std::string&
       HCOMM_LOG(info, log::kNet, "rank %d: reconnecting %s (asked by the peer)", peer(),
                 spec.name.c_str());
       record(LinkEvent::Kind::reconnect_attempt, target, kNoSlot, "asked by the peer");
-      start_link(target, payload, /*redial=*/true);
+      start_link(target, payload, /*redial=*/true, static_cast<uint32_t>(h.op_seq));
       send_on(slot, kRedialReply, static_cast<uint32_t>(target), h.op_seq, offer);
       break;
     }
@@ -751,7 +788,7 @@ void ReliableLink::on_channel(int slot, const FrameHeader& h, const std::string&
       if (target != kPrimary && target != kFallback) break;
       Slot& s = slots_[static_cast<size_t>(target)];
       if (s.attempt != h.op_seq || s.link) break;  // an older attempt's, or no offer needed
-      start_link(target, payload, /*redial=*/true);
+      start_link(target, payload, /*redial=*/true, static_cast<uint32_t>(h.op_seq));
       break;
     }
     default:
@@ -760,19 +797,21 @@ void ReliableLink::on_channel(int slot, const FrameHeader& h, const std::string&
 }
 
 void ReliableLink::on_acknowledged(uint64_t cumulative, const std::string& ranges) {
-  std::vector<Entry*> acked;
+  std::vector<uint64_t> acked;
   for (auto it = entries_.begin(); it != entries_.end() && it->first <= cumulative; ++it)
-    if (!it->second->acked) acked.push_back(it->second.get());
+    if (!it->second->acked) acked.push_back(it->first);
   for (size_t i = 0; i + 16 <= ranges.size(); i += 16) {
     uint64_t first = 0;
     uint64_t last = 0;
     std::memcpy(&first, ranges.data() + i, 8);
     std::memcpy(&last, ranges.data() + i + 8, 8);
     for (auto it = entries_.lower_bound(first); it != entries_.end() && it->first <= last; ++it)
-      if (!it->second->acked) acked.push_back(it->second.get());
+      if (!it->second->acked) acked.push_back(it->first);
   }
-  for (Entry* e : acked) e->acked = true;
-  for (Entry* e : acked) maybe_release(e);
+  for (uint64_t seq : acked) entries_.at(seq)->acked = true;
+  // Releasing completes callers, whose callbacks may post and release more: look each up anew.
+  for (uint64_t seq : acked)
+    if (auto it = entries_.find(seq); it != entries_.end()) maybe_release(it->second.get());
 }
 
 // ---- sending
@@ -837,7 +876,8 @@ void ReliableLink::on_proxy_sent(SendProxy* p, const Status& status) {
   delete p;
   if (e == nullptr) return;
   e->proxy = nullptr;
-  if (status.ok()) return maybe_release(e);
+  // Acknowledged already (the peer had it from an earlier link): done, whatever this send did.
+  if (status.ok() || e->acked) return maybe_release(e);
   // A failed send on a failed link is no error for the caller: the frame goes again on the next
   // link. One the link refused by itself (it is still healthy) is.
   const Slot& s = slots_[static_cast<size_t>(slot)];
@@ -970,6 +1010,12 @@ bool ReliableLink::drop_duplicate(int slot, const FrameHeader& h) {
 void ReliableLink::close() {
   if (closing_) return;
   closing_ = true;
+  // The executor fails every operation now and frees their requests: nothing here may call
+  // them back from now on.
+  for (auto& [seq, e] : entries_) e->user = nullptr;
+  for (auto& [user, p] : pending_)
+    if (p->proxy != nullptr) p->proxy->pending = nullptr;
+  pending_.clear();
   if (tick_timer_ != 0) engine_.cancel_timer(tick_timer_);
   tick_timer_ = 0;
   if (!error_.ok()) return;
@@ -982,6 +1028,15 @@ void ReliableLink::close() {
     final_ = slots_[static_cast<size_t>(active_)].link.get();
     final_->close();
   }
+}
+
+void ReliableLink::abandon() {
+  closing_ = true;
+  for (auto& [seq, e] : entries_) e->user = nullptr;
+  for (auto& [user, p] : pending_)
+    if (p->proxy != nullptr) p->proxy->pending = nullptr;
+  pending_.clear();
+  for (int s = 0; s < 2; ++s) retire(s);
 }
 
 const Status& ReliableLink::error() const {

@@ -91,6 +91,8 @@ class ReliableLink final : public transport::Link {
   void send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) override;
   void send_channel(const transport::FrameHeader& header, std::string payload) override;
   void close() override;
+  /// Both links stop at once; requests still held are dropped, not called back.
+  void abandon() override;
   const Status& error() const override;
   /// Both links, and the links made later.
   void set_traffic_class(int tos) override;
@@ -124,7 +126,9 @@ class ReliableLink final : public transport::Link {
   };
 
   // ---- links
-  void start_link(int slot, const std::string& peer_offer, bool redial);
+  /// `generation`: the attempt, the same on both ranks (0 for links made without the peer's
+  /// word: at creation, or when no other link is up to agree over).
+  void start_link(int slot, const std::string& peer_offer, bool redial, uint32_t generation);
   void on_slot_up(int slot, uint64_t epoch, const Status& status);
   /// The slot's link is dropped: its requests move off it, the link is destroyed soon.
   void retire(int slot);

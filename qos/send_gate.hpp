@@ -105,6 +105,7 @@ class PacedLink final : public transport::Link {
     inner_.set_pacing_rate(bytes_per_second);
   }
   void close() override { inner_.close(); }
+  void abandon() override { inner_.abandon(); }
   const Status& error() const override { return inner_.error(); }
 
  private:

@@ -260,6 +260,10 @@ void ConnectionLink::unregister() {
   backlog_ = false;
 }
 
+void ConnectionLink::abandon() {
+  fail({HCOMM_ERR_ABORTED, name_ + " was abandoned for another link"}, false, /*notify=*/false);
+}
+
 void ConnectionLink::fail(const Status& status, bool graceful, bool notify) {
   if (!error_.ok()) return;
   error_ = status;

@@ -61,6 +61,7 @@ class ConnectionLink final : public Link, public FdHandler, public Poller {
     return unexpected_.take_all();
   }
   void close() override;
+  void abandon() override;
   const Status& error() const override { return error_; }
 
   // FdHandler: the connection's event_fd()

@@ -144,6 +144,10 @@ class Link {
   virtual bool holds_unmatched() const { return false; }
   /// Says goodbye and closes; later posts fail with HCOMM_ERR_ABORTED.
   virtual void close() = 0;
+  /// Stops every transfer at once, without a goodbye and without telling the observer: posted
+  /// requests fail, nothing is read or written after this returns (the medium stops touching
+  /// the requests' memory). For a link that is being replaced (failover).
+  virtual void abandon() = 0;
   /// The first error this link failed with; OK while healthy.
   virtual const Status& error() const = 0;
 

@@ -29,6 +29,10 @@ struct LinkContext {
   std::string peer_address;  ///< what the peer's open() published
   /// Counts the payload bytes of data frames sent to the peer (not owned; may be null).
   std::atomic<uint64_t>* bytes_sent = nullptr;
+  /// Which making of the link to this peer (0 at creation; failover's reconnection attempts
+  /// number theirs alike on both ranks): a medium that accepts connections takes only this
+  /// attempt's.
+  uint32_t generation = 0;
 };
 
 class LinkProtocol : public Protocol {

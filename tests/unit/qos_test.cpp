@@ -162,6 +162,7 @@ class FakeLink final : public hcomm::transport::Link {
     pacing_.push_back(bytes_per_second);
   }
   void close() override { closed_ = true; }
+  void abandon() override {}
   const Status& error() const override { return error_; }
 
   std::vector<SentFrame> sent() const {

@@ -686,6 +686,11 @@ void RdmaLink::on_qp_fault(ibv_qp* qp, const std::string& what) {
     fail({HCOMM_ERR_TRANSPORT, name_ + ": " + what}, false);
 }
 
+void RdmaLink::abandon() {
+  closing_ = true;  // no report to the observer
+  fail({HCOMM_ERR_ABORTED, name_ + " was abandoned for another link"}, false);
+}
+
 void RdmaLink::fail(const Status& status, bool graceful) {
   if (!error_.ok()) return;
   error_ = status;

@@ -101,6 +101,7 @@ class RdmaLink final : public Link, public Poller, public FdHandler, public Asyn
   void on_device_fault(const std::string& what) override;
   void on_qp_fault(ibv_qp* qp, const std::string& what) override;
   void close() override;
+  void abandon() override;
   const Status& error() const override { return error_; }
 
   // Poller: the completion queue, polled without a system call while the engine is busy.

@@ -394,6 +394,11 @@ void ShmLink::close() {
   fail({HCOMM_ERR_ABORTED, "the communicator was closed"}, false);
 }
 
+void ShmLink::abandon() {
+  closing_ = true;  // no report to the observer
+  fail({HCOMM_ERR_ABORTED, name_ + " was abandoned for another link"}, false);
+}
+
 void ShmLink::fail(const Status& status, bool graceful) {
   if (!error_.ok()) return;
   error_ = status;

@@ -63,6 +63,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   }
   bool holds_unmatched() const override { return cur_.holding; }
   void close() override;
+  void abandon() override;
   const Status& error() const override { return error_; }
 
   // Poller

@@ -63,6 +63,7 @@ Hello TcpLink::my_hello(uint32_t stream_index) const {
   h.stream_index = stream_index;
   h.num_streams = static_cast<uint32_t>(params_.num_streams);
   h.world_size = static_cast<uint32_t>(params_.world_size);
+  h.generation = params_.generation;
   return h;
 }
 
@@ -102,6 +103,14 @@ void TcpLink::expect(ProgressEngine::Clock::time_point deadline) {
 }
 
 bool TcpLink::adopt(int fd, const Hello& hello) {
+  if (hello.generation != params_.generation) {
+    // Another attempt's connection (late, or early for one this side has not made yet): its
+    // connector fails and the supervisors try again with matching attempts.
+    HCOMM_LOG(debug, log::kNet, "%s: a connection of attempt %u refused (this link is attempt %u)",
+              name_.c_str(), hello.generation, params_.generation);
+    ::close(fd);
+    return true;
+  }
   size_t index = hello.stream_index;
   if (up_ && index < streams_.size() && streams_[index] &&
       static_cast<int>(hello.num_streams) == params_.num_streams) {
@@ -224,6 +233,10 @@ bool TcpLink::holds_unmatched() const {
   for (auto& s : streams_)
     if (s && s->holding()) return true;
   return false;
+}
+
+void TcpLink::abandon() {
+  fail({HCOMM_ERR_ABORTED, name_ + " was abandoned for another link"}, /*notify=*/false);
 }
 
 void TcpLink::close() {

@@ -40,6 +40,8 @@ struct TcpLinkParams {
   /// Acceptor side: the listener that routes the peer's connections here (not owned; outlives
   /// the link).
   TcpListener* listener = nullptr;
+  /// LinkContext::generation: only connections of the same attempt join the link.
+  uint32_t generation = 0;
 };
 
 class TcpLink final : public Link, public StreamOwner {
@@ -72,6 +74,7 @@ class TcpLink final : public Link, public StreamOwner {
   void set_traffic_class(int tos) override;
   void set_pacing_rate(double bytes_per_second) override;
   void close() override;
+  void abandon() override;
   const Status& error() const override { return error_; }
   bool is_up() const override { return up_; }
 

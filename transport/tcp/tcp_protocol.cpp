@@ -37,6 +37,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
                       qos::tos_of(config_.qos)};
   p.bytes_sent = context.bytes_sent;
+  p.generation = context.generation;
   if (context.my_rank < context.peer) p.listener = listener_.get();
   auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));
   // The higher rank connects, the lower one accepts: exactly one connection set per pair.

@@ -36,7 +36,7 @@ std::string endpoint_string(const sockaddr_in& addr);
 /// The first bytes on every connection, connector → acceptor, then echoed back as consent.
 struct Hello {
   static constexpr uint32_t kMagic = 0x484d4348;  // "HCMH"
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;
   uint32_t magic = kMagic;
   uint32_t version = kVersion;
   uint64_t comm_uid = 0;
@@ -44,7 +44,11 @@ struct Hello {
   uint32_t stream_index = 0;
   uint32_t num_streams = 0;
   uint32_t world_size = 0;
+  /// Which making of the link this connection is for (failover reconnects it): a connection of
+  /// an earlier attempt, late through a flapping network, must not join a newer link.
+  uint32_t generation = 0;
+  uint32_t reserved = 0;
 };
-static_assert(sizeof(Hello) == 32, "the hello is 32 bytes on the wire");
+static_assert(sizeof(Hello) == 40, "the hello is 40 bytes on the wire");
 
 }  // namespace hcomm::transport::tcp
