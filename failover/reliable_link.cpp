@@ -464,6 +464,8 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   }
   send_on(slot, kSwitch, static_cast<uint32_t>(slot), 0, "");
   send_ack();
+  for (auto& a : std::exchange(held_aborts_, {}))
+    if (active_ == slot) s.link->send_abort(a.comm_id, a.op_seq, a.reason);
   // Every frame not acknowledged goes again, in order; the peer drops what it has. A send may
   // fail this link on the spot (and switch again, from inside the call): each step looks the
   // frame up anew and stops once the link is no longer the active one.
@@ -905,8 +907,9 @@ void ReliableLink::recycle(Entry& e) {
 }
 
 void ReliableLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
-  if (active_ != kNoSlot)
-    slots_[static_cast<size_t>(active_)].link->send_abort(comm_id, op_seq, reason);
+  // Without a link now, the next one carries it (the peer's operation must fail, not wait).
+  if (active_ == kNoSlot) return held_aborts_.push_back({comm_id, op_seq, reason});
+  slots_[static_cast<size_t>(active_)].link->send_abort(comm_id, op_seq, reason);
 }
 
 void ReliableLink::send_channel(const FrameHeader& header, std::string payload) {

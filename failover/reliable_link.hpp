@@ -195,6 +195,12 @@ class ReliableLink final : public transport::Link {
   uint64_t next_attempt_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred tasks
   std::vector<std::unique_ptr<Grave>> graves_;
+  struct HeldAbort {
+    uint32_t comm_id;
+    uint64_t op_seq;
+    std::string reason;
+  };
+  std::vector<HeldAbort> held_aborts_;  // sent while no link was up
 
   // sending: unacknowledged frames by sequence number
   uint64_t next_seq_ = 1;
