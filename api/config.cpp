@@ -173,18 +173,6 @@ Status apply_failover(std::string* field) {
   return Status();
 }
 
-Status apply_phi(double* field) {
-  std::string v = env("HCOMM_PHI_THRESHOLD");
-  if (v.empty()) return Status();
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !(d >= 0 && d <= 100))
-    return invalid("HCOMM_PHI_THRESHOLD='" + v +
-                   "' is not accepted: expected 0 (off) or a suspicion level up to 100, e.g. 8");
-  *field = d;
-  return Status();
-}
-
 /// HCOMM_FAILOVER_LIMIT="R/T": R failovers within T seconds.
 Status apply_failover_limit(int* limit, std::chrono::milliseconds* window) {
   std::string v = env("HCOMM_FAILOVER_LIMIT");
@@ -213,14 +201,14 @@ Status apply_qos(QosClass* field) {
   return Status();
 }
 
-Status apply_gbps(const char* name, double* field) {
+/// A real number in (0, max], or in [0, max] when `zero_ok`; `expected` says what in errors.
+Status apply_real(const char* name, bool zero_ok, double max, const char* expected, double* field) {
   std::string v = env(name);
   if (v.empty()) return Status();
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !(d > 0 && d <= 100000))
-    return invalid(std::string(name) + "='" + v +
-                   "' is not accepted: expected a link capacity in Gbit/s, e.g. 1 or 25");
+  if (end == v.c_str() || *end != '\0' || !((zero_ok ? d >= 0 : d > 0) && d <= max))
+    return invalid(std::string(name) + "='" + v + "' is not accepted: expected " + expected);
   *field = d;
   return Status();
 }
@@ -267,15 +255,18 @@ Expected<Config> Config::from_env() {
       apply_failover(&c.failover),
       apply_ms("HCOMM_KEEPALIVE_MS", &c.keepalive_interval),
       apply_ms("HCOMM_KEEPALIVE_TIMEOUT_MS", &c.keepalive_timeout),
-      apply_phi(&c.phi_threshold),
+      apply_real("HCOMM_PHI_THRESHOLD", true, 100, "0 (off) or a suspicion level up to 100, e.g. 8",
+                 &c.phi_threshold),
       apply_ms("HCOMM_PEER_TIMEOUT_MS", &c.peer_timeout),
       apply_ms("HCOMM_RECONNECT_MIN_MS", &c.reconnect_min),
       apply_ms("HCOMM_RECONNECT_MAX_MS", &c.reconnect_max),
       apply_ms("HCOMM_FAILBACK_MS", &c.failback_after),
       apply_failover_limit(&c.failover_limit, &c.failover_window),
       apply_qos(&c.qos),
-      apply_gbps("HCOMM_LINK_GBPS", &c.link_gbps),
-      apply_gbps("HCOMM_FALLBACK_LINK_GBPS", &c.fallback_link_gbps),
+      apply_real("HCOMM_LINK_GBPS", false, 100000, "a link capacity in Gbit/s, e.g. 1 or 25",
+                 &c.link_gbps),
+      apply_real("HCOMM_FALLBACK_LINK_GBPS", false, 100000,
+                 "a link capacity in Gbit/s, e.g. 1 or 25", &c.fallback_link_gbps),
   };
   for (const Status& st : checks) {
     if (!st.ok()) return st;

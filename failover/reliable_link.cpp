@@ -242,10 +242,7 @@ void ReliableLink::establish(Clock::time_point deadline, UpCallback on_up) {
     if (on_up_)
       std::exchange(on_up_, nullptr)({HCOMM_ERR_TIMEOUT, name_ + ": the links did not come up"});
   });
-  const auto period =
-      std::max(std::chrono::milliseconds(5),
-               std::min(std::chrono::milliseconds(50), params_.keepalive_interval / 2));
-  tick_timer_ = engine_.add_timer(Clock::now() + period, [this] { tick(); });
+  tick_timer_ = engine_.add_timer(Clock::now() + tick_period(), [this] { tick(); });
 }
 
 void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redial,
@@ -500,15 +497,7 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
     if (stored_.contains(user->key)) {
       // Its frame arrived whole on the link left behind: handed over through a proxy, which
       // skips what a half-filled receive has already reduced.
-      Pending* pending = it->second.get();
-      auto* proxy = new RecvProxy();
-      proxy->owner = this;
-      proxy->pending = pending;
-      proxy->slot = slot;
-      proxy->key = user->key;
-      slots_[static_cast<size_t>(slot)].recvs.insert(proxy);
-      pending->proxy = proxy;
-      stored_.deliver_stored(proxy);
+      stored_.deliver_stored(attach_proxy(it->second.get(), slot));
       continue;
     }
     post_pending(it->second.get(), slot);
@@ -661,12 +650,13 @@ const std::string& ReliableLink::slot_name(int slot) const {
   return params_.slots[static_cast<size_t>(slot)].name;
 }
 
-std::string ReliableLink::carrier() const {
-  if (active_ == kNoSlot) return "";
-  return slot_name(active_);
-}
-
 // ---- heartbeats and acknowledgements
+
+std::chrono::milliseconds ReliableLink::tick_period() const {
+  // Detection within the keep-alive timeout + 50 ms; heartbeats on time at any interval.
+  return std::max(std::chrono::milliseconds(5),
+                  std::min(std::chrono::milliseconds(50), params_.keepalive_interval / 2));
+}
 
 void ReliableLink::tick() {
   tick_timer_ = 0;
@@ -694,10 +684,7 @@ void ReliableLink::tick() {
   }
   if (unacked_deliveries_ > 0) send_ack();
   if (!error_.ok()) return;
-  const auto period =
-      std::max(std::chrono::milliseconds(5),
-               std::min(std::chrono::milliseconds(50), params_.keepalive_interval / 2));
-  tick_timer_ = engine_.add_timer(now + period, [this] { tick(); });
+  tick_timer_ = engine_.add_timer(now + tick_period(), [this] { tick(); });
 }
 
 void ReliableLink::heard(int slot) {
@@ -932,14 +919,18 @@ void ReliableLink::post_recv(transport::RecvRequest* request) {
 
 void ReliableLink::post_pending(Pending* pending, int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
+  s.link->post_recv(attach_proxy(pending, slot));  // may deliver a stored frame at once
+}
+
+ReliableLink::RecvProxy* ReliableLink::attach_proxy(Pending* pending, int slot) {
   auto* p = new RecvProxy();
   p->owner = this;
   p->pending = pending;
   p->slot = slot;
   p->key = pending->user->key;
-  s.recvs.insert(p);
+  slots_[static_cast<size_t>(slot)].recvs.insert(p);
   pending->proxy = p;
-  s.link->post_recv(p);  // may deliver a stored frame at once
+  return p;
 }
 
 bool ReliableLink::cancel_recv(transport::RecvRequest* request) {
@@ -1015,10 +1006,7 @@ void ReliableLink::close() {
   closing_ = true;
   // The executor fails every operation now and frees their requests: nothing here may call
   // them back from now on.
-  for (auto& [seq, e] : entries_) e->user = nullptr;
-  for (auto& [user, p] : pending_)
-    if (p->proxy != nullptr) p->proxy->pending = nullptr;
-  pending_.clear();
+  forget_requests();
   if (tick_timer_ != 0) engine_.cancel_timer(tick_timer_);
   tick_timer_ = 0;
   if (!error_.ok()) return;
@@ -1033,12 +1021,16 @@ void ReliableLink::close() {
   }
 }
 
-void ReliableLink::abandon() {
-  closing_ = true;
+void ReliableLink::forget_requests() {
   for (auto& [seq, e] : entries_) e->user = nullptr;
   for (auto& [user, p] : pending_)
     if (p->proxy != nullptr) p->proxy->pending = nullptr;
   pending_.clear();
+}
+
+void ReliableLink::abandon() {
+  closing_ = true;
+  forget_requests();
   for (int s = 0; s < 2; ++s) retire(s);
 }
 

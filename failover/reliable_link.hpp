@@ -77,8 +77,6 @@ class ReliableLink final : public transport::Link {
   void adopt(int slot, std::unique_ptr<transport::Link> link);
   transport::LinkObserver& observer_for(int slot);
   void command(const SupervisorCommand& command);
-  /// The name of the link that carries traffic now ("" when none does).
-  std::string carrier() const;
 
   // transport::Link
   int peer() const override { return params_.context.peer; }
@@ -151,6 +149,7 @@ class ReliableLink final : public transport::Link {
 
   // ---- heartbeats and acknowledgements
   void tick();
+  std::chrono::milliseconds tick_period() const;
   void heard(int slot);
   void send_on(int slot, uint32_t kind, uint32_t chunk, uint64_t value, std::string payload);
   void send_ack();
@@ -165,6 +164,10 @@ class ReliableLink final : public transport::Link {
   /// An entry is done: its copy's memory goes back to the spares.
   void recycle(Entry& entry);
   void post_pending(Pending* pending, int slot);
+  /// A new posting of `pending` on `slot`'s link (not yet handed to it).
+  RecvProxy* attach_proxy(Pending* pending, int slot);
+  /// The executor fails and frees its requests (close, abandon): none is called back after.
+  void forget_requests();
   void on_proxy_received(RecvProxy* proxy, const Status& status);
   /// Frame `seq` of the peer arrived whole (delivered or stored): acknowledged.
   void on_delivered(uint64_t seq, uint8_t flags);

@@ -11,6 +11,11 @@ std::mutex scheduler_mutex;
 std::shared_ptr<Scheduler> scheduler_now;
 // A frame may be this much ahead of its class's rate after an idle spell.
 constexpr double kBurstBytes = 256 * 1024;
+// The kernel's pacing of a class's sockets: a little above the class's rate, so that the token
+// bucket, not the kernel, sets the average (0: no pacing).
+double pacing_for(double rate) {
+  return rate > 0 ? rate * 1.1 : 0;
+}
 }  // namespace
 
 void set_scheduler(std::shared_ptr<Scheduler> scheduler) {
@@ -42,7 +47,7 @@ void SendGate::set_class(ClassId id, int priority, double rate) {
   it->second.bucket.set_rate(rate, Clock::now());
   // The kernel spreads each frame over time at (a little above) the rate, so that a large frame
   // does not reach the bottleneck as one burst and queue the other classes' packets behind it.
-  for (auto* link : it->second.links) link->set_pacing_rate(rate > 0 ? rate * 1.1 : 0);
+  for (auto* link : it->second.links) link->set_pacing_rate(pacing_for(rate));
   pump();  // a higher rate may let waiting frames go now
 }
 
@@ -53,8 +58,7 @@ void SendGate::post(ClassId id, transport::Link* link, transport::SendRequest* r
   auto& links = it->second.links;
   if (std::find(links.begin(), links.end(), link) == links.end()) {
     links.push_back(link);
-    const double rate = it->second.bucket.rate();
-    link->set_pacing_rate(rate > 0 ? rate * 1.1 : 0);
+    link->set_pacing_rate(pacing_for(it->second.bucket.rate()));
   }
   it->second.queue.push_back({link, request, now});
   pump();
