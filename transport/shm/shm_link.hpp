@@ -25,6 +25,7 @@
 #include "transport/payload.hpp"
 #include "transport/posted_receives.hpp"
 #include "transport/progress_engine.hpp"
+#include "transport/shm/cell_writer.hpp"
 #include "transport/shm/doorbell.hpp"
 #include "transport/shm/link_segment.hpp"
 #include "transport/unexpected_frames.hpp"
@@ -138,6 +139,7 @@ class ShmLink final : public Link, public Poller, public FdHandler {
   uint64_t in_head_ = 0;
   uint64_t in_tail_seen_ = 0;
   FrameStamp stamp_;
+  CellWriter writer_;
   std::deque<Outgoing> sendq_;
   Incoming cur_;
   PostedReceives posted_;
