@@ -3,16 +3,16 @@
 //
 // Why both: an ordinary store into a cell line the consumer still caches from the ring's last lap
 // must first take the line from the consumer's cache. On this VM that is cheap one minute and
-// ruinous the next, as the host moves the two vCPUs between cores that share a cache and cores that
-// do not: measured on 2 ranks, the same 2 MiB of cells took 60 us to write one minute and 1000 us
-// the next (4 MiB allreduce: 300 us against 2500 us), while Open MPI (copying from clean lines of
-// the peer's buffer) kept its 600 us. Streaming stores do not wait for the consumer's copy: 160 us
-// either way, but the consumer then reads the cell from memory, so they lose when the cores are
-// close (4 MiB allreduce: 650 us against 300 us). So the writer times full cells in both modes and
-// uses the faster, trying the other on one full cell in kExploreEvery to notice when the host
-// moved the vCPUs. Cells smaller than kMinStreamBytes are always written with ordinary stores: the
-// consumer reads them at once, a small message's latency is what matters, and timing them says
-// little.
+// ruinous the next (probably as the host places the two vCPUs on cores that do or do not share a
+// cache, for seconds at a time). Measured on 2 ranks: the same 2 MiB of cells took 60 us to write
+// one minute and 1000 us the next (4 MiB allreduce: 300 us against 2500 us), while Open MPI,
+// copying from clean lines of the peer's buffer, kept its 600 us. Streaming stores do not wait for
+// the consumer's copy: 160 us either way, but the consumer then reads the cell from memory, so
+// they lose when the cores are close (4 MiB allreduce: 650 us against 300 us). So the writer times
+// full cells in both modes and uses the faster, trying the other on one full cell in kExploreEvery
+// to notice when the state changes. Cells smaller than kMinStreamBytes are always written with
+// ordinary stores: the consumer reads them at once, a small message's latency is what matters,
+// and timing them says little.
 #pragma once
 
 #include <algorithm>
