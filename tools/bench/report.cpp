@@ -8,27 +8,13 @@
 #include <cinttypes>
 #include <string>
 
+#include "json_writer.hpp"
+
 namespace hcomm::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", ch);
-      out += esc;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "\"";
-}
+using tools::JsonWriter;
 
 }  // namespace
 
@@ -158,9 +144,9 @@ void Report::footer() const {
 }
 
 bool Report::write_json(FILE* f) const {
-  const std::string common = "\"op\":" + json_string(spec_.name) +
-                             ",\"dtype\":" + json_string(hcomm::dtype_name(o_.dtype)) +
-                             ",\"redop\":" + json_string(redop_name()) +
+  const std::string common = "\"op\":" + JsonWriter::quote(spec_.name) +
+                             ",\"dtype\":" + JsonWriter::quote(hcomm::dtype_name(o_.dtype)) +
+                             ",\"redop\":" + JsonWriter::quote(redop_name()) +
                              ",\"root\":" + std::to_string(root());
   if (timed_) return write_json_timed(f, common);
   std::fprintf(f,
@@ -173,8 +159,8 @@ bool Report::write_json(FILE* f) const {
     std::fprintf(f,
                  "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
                  "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s}",
-                 i == 0 ? "" : ",", common.c_str(), r.bytes, r.count, json_string(r.algo).c_str(),
-                 r.time_us, r.algbw, r.busbw, wrong.c_str(),
+                 i == 0 ? "" : ",", common.c_str(), r.bytes, r.count,
+                 JsonWriter::quote(r.algo).c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(),
                  r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str());
   }
   std::fprintf(f, "]}\n");
@@ -193,8 +179,8 @@ bool Report::write_json_timed(FILE* f, const std::string& common) const {
     std::fprintf(f,
                  "\"qos\":{\"min\":%d,\"max\":%d,\"priority\":%d,\"spec\":%s},"
                  "\"link_gbps\":%.9g,",
-                 qos_.min_rate, qos_.max_rate, qos_.priority, json_string(qos_.to_string()).c_str(),
-                 link_gbps_);
+                 qos_.min_rate, qos_.max_rate, qos_.priority,
+                 JsonWriter::quote(qos_.to_string()).c_str(), link_gbps_);
   std::fprintf(f, "\"ranks\":[");
   for (size_t i = 0; i < timed_ranks_.size(); ++i) {
     const TimedRun& t = timed_ranks_[i];

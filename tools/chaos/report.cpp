@@ -7,9 +7,11 @@
 #include <cstring>
 
 #include "chaos/format.hpp"
-#include "chaos/json_writer.hpp"
+#include "json_writer.hpp"
 
 namespace hcomm::chaos {
+
+using tools::JsonWriter;
 namespace {
 
 std::string ms_or_dash(double ms) {

@@ -1,12 +1,13 @@
-// A minimal JSON text builder: objects, arrays, strings (escaped), numbers (non-finite ones as
-// null), booleans. Commas and nesting are tracked so callers cannot get them wrong.
+// A minimal JSON text builder for the tools' reports: objects, arrays, strings (escaped), numbers
+// (non-finite ones as null), booleans. Commas and nesting are tracked so callers cannot get them
+// wrong. quote() is the one string escaper of the tools (hcomm-bench writes its JSON by format).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace hcomm::chaos {
+namespace hcomm::tools {
 
 class JsonWriter {
  public:
@@ -36,6 +37,9 @@ class JsonWriter {
 
   const std::string& str() const { return out_; }
 
+  /// `s` as a JSON string literal, quotes included.
+  static std::string quote(const std::string& s);
+
  private:
   JsonWriter& number(const std::string& text);
   void separate();
@@ -45,4 +49,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools

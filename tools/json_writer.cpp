@@ -1,9 +1,9 @@
-#include "chaos/json_writer.hpp"
+#include "json_writer.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace hcomm::chaos {
+namespace hcomm::tools {
 
 void JsonWriter::separate() {
   if (after_key_) {
@@ -51,21 +51,25 @@ JsonWriter& JsonWriter::key(const std::string& name) {
 
 JsonWriter& JsonWriter::value(const std::string& s) {
   separate();
-  out_ += '"';
+  out_ += quote(s);
+  return *this;
+}
+
+std::string JsonWriter::quote(const std::string& s) {
+  std::string out = "\"";
   for (unsigned char ch : s) {
     if (ch == '"' || ch == '\\') {
-      out_ += '\\';
-      out_ += static_cast<char>(ch);
+      out += '\\';
+      out += static_cast<char>(ch);
     } else if (ch < 0x20) {
       char esc[8];
       std::snprintf(esc, sizeof esc, "\\u%04x", ch);
-      out_ += esc;
+      out += esc;
     } else {
-      out_ += static_cast<char>(ch);
+      out += static_cast<char>(ch);
     }
   }
-  out_ += '"';
-  return *this;
+  return out + "\"";
 }
 
 JsonWriter& JsonWriter::value(double d) {
@@ -81,4 +85,4 @@ JsonWriter& JsonWriter::number(const std::string& text) {
   return *this;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools
