@@ -43,6 +43,8 @@
 addr_a=10.81.0.1 addr_b=10.81.0.2
 qos_tbf=${QOS_TBF:-rate 1046mbit burst 256kb latency 5ms}
 qos_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../netns/veth_hosts.sh
+. "$qos_here/../netns/veth_hosts.sh"
 
 qos_require() {
   [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces and shape them with tc"
@@ -53,43 +55,19 @@ qos_require() {
 }
 
 qos_hosts_up() {
-  ns_a=hq-$1-a ns_b=hq-$1-b
-  local err ns
-  err=$(ip netns add "$ns_a" 2>&1) || skip "ip netns add failed: $err"
-  ip netns add "$ns_b" || fail "ip netns add $ns_b failed"
-  ip link add fabric netns "$ns_a" type veth peer name fabric netns "$ns_b" \
-    || fail "cannot create the veth pair"
-  ip -n "$ns_a" addr add "$addr_a/24" dev fabric || fail "cannot address host A's end"
-  ip -n "$ns_b" addr add "$addr_b/24" dev fabric || fail "cannot address host B's end"
+  veth_hosts_up "hq-$1" "fabric:$addr_a:$addr_b"
+  local ns err
   for ns in "$ns_a" "$ns_b"; do
-    ip -n "$ns" link set lo up || fail "lo up in $ns"
-    ip -n "$ns" link set fabric up || fail "fabric up in $ns"
     # shellcheck disable=SC2086 # the tbf parameters are words
     err=$(ip netns exec "$ns" tc qdisc add dev fabric root tbf $qos_tbf 2>&1) \
       || skip "cannot shape the link with tc tbf (no sch_tbf?): $err"
   done
-  # Both ends report carrier (state UP) within 5 s.
-  local _
-  for _ in $(seq 1 50); do
-    if ip -n "$ns_a" link show fabric | grep -q "state UP" \
-      && ip -n "$ns_b" link show fabric | grep -q "state UP"; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  fail "the veth pair did not come up: $(ip -n "$ns_a" link show fabric)"
-}
-
-qos_hosts_down() {
-  [ -n "${ns_a:-}" ] && ip netns del "$ns_a" 2> /dev/null
-  [ -n "${ns_b:-}" ] && ip netns del "$ns_b" 2> /dev/null
-  return 0
 }
 
 qos_cleanup() {
   local pid
   for pid in "${tenant_pids[@]}"; do kill "$pid" 2> /dev/null; done
-  qos_hosts_down
+  veth_hosts_down
   if [ -n "${QOS_KEEP:-}" ]; then echo "$name: kept $dir"; else rm -rf "$dir"; fi
 }
 
@@ -99,14 +77,7 @@ qos_start() {
   tenant_pids=() tenant_names=()
   trap qos_cleanup EXIT
   qos_hosts_up "$1"
-  cat > "$dir/rank.sh" << EOF
-#!/usr/bin/env bash
-if [ "\$HCOMM_RANK" -eq 0 ]; then ns=$ns_a host=hostA; else ns=$ns_b host=hostB; fi
-export HCOMM_ROOT_ADDR=$addr_a:\${HCOMM_ROOT_ADDR##*:}
-exec nsenter --net=/run/netns/\$ns unshare --uts bash -c 'hostname "\$0" && exec "\$@"' \\
-  "\$host" "\$@"
-EOF
-  chmod +x "$dir/rank.sh"
+  veth_hosts_wrapper "$dir/rank.sh" "$addr_a"
   echo "$name: hosts $ns_a ($addr_a) and $ns_b ($addr_b), each end shaped: tbf $qos_tbf"
   unset HCOMM_TRANSPORT HCOMM_ALGO HCOMM_HOST_ID HCOMM_QOS HCOMM_LINK_GBPS HCOMM_SOCKET_IFNAME \
     HCOMM_SPIN_US
