@@ -10,9 +10,9 @@
 #   (c) hcomm-bench allreduce at 2 MiB sends fewer bytes across hosts with -a hier than -a ring.
 # Needs root and `ip netns`; otherwise prints SKIP and exits 77.
 #
-# Wiring: namespaces hcomm-a-$$ and hcomm-b-$$ joined by the veth pair hca$$ <-> hcb$$ with
-# 10.77.0.1/24 and 10.77.0.2/24 (the pair lives only inside the two namespaces, so parallel runs
-# with the same addresses do not clash). hcomm-run starts every rank through a wrapper that moves
+# Wiring (tests/netns/veth_hosts.sh): namespaces hcomm-$$-a and hcomm-$$-b joined by the veth
+# pair hcv$$ with 10.77.0.1/24 and 10.77.0.2/24 (the pair lives only inside the two namespaces,
+# so parallel runs with the same addresses do not clash). hcomm-run starts every rank through a wrapper that moves
 # it into its namespace with `nsenter --net` and into a fresh UTS namespace with its host name,
 # and points HCOMM_ROOT_ADDR at 10.77.0.1 (rank 0, in A) with the port hcomm-run chose. Each
 # rank's listener then binds the address of its route to the root (its veth address).
@@ -34,38 +34,14 @@ for tool in ip nsenter unshare python3 timeout; do
   command -v "$tool" > /dev/null || skip "'$tool' is not installed"
 done
 
-ns_a=hcomm-a-$$ ns_b=hcomm-b-$$
-veth_a=hca$$ veth_b=hcb$$
+# shellcheck source=../netns/veth_hosts.sh
+. "$(dirname "$0")/../netns/veth_hosts.sh"
+veth=hcv$$
 addr_a=10.77.0.1 addr_b=10.77.0.2
 dir=$(mktemp -d)
-cleanup() {
-  ip link del "$veth_a" 2> /dev/null
-  ip netns del "$ns_a" 2> /dev/null
-  ip netns del "$ns_b" 2> /dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-ip netns add "$ns_a" 2> "$dir/err" || skip "ip netns add failed: $(cat "$dir/err")"
-ip netns add "$ns_b" || fail "ip netns add $ns_b failed"
-ip link add "$veth_a" netns "$ns_a" type veth peer name "$veth_b" netns "$ns_b" \
-  || fail "cannot create the veth pair"
-ip -n "$ns_a" addr add "$addr_a/24" dev "$veth_a" || fail "cannot address $veth_a"
-ip -n "$ns_b" addr add "$addr_b/24" dev "$veth_b" || fail "cannot address $veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || fail "lo up in $ns"; done
-ip -n "$ns_a" link set "$veth_a" up || fail "cannot bring $veth_a up"
-ip -n "$ns_b" link set "$veth_b" up || fail "cannot bring $veth_b up"
-# Both ends report carrier (state UP) within 5 s.
-up=0
-for _ in $(seq 1 50); do
-  if ip -n "$ns_a" link show "$veth_a" | grep -q "state UP" \
-    && ip -n "$ns_b" link show "$veth_b" | grep -q "state UP"; then
-    up=1; break
-  fi
-  sleep 0.1
-done
-[ "$up" -eq 1 ] || fail "the veth pair did not come up: $(ip -n "$ns_a" link show "$veth_a")"
-echo "netns_hosts: hosts $ns_a ($addr_a, hostA) and $ns_b ($addr_b, hostB) on $veth_a<->$veth_b"
+trap 'veth_hosts_down; rm -rf "$dir"' EXIT
+veth_hosts_up "hcomm-$$" "$veth:$addr_a:$addr_b"
+echo "netns_hosts: hosts $ns_a ($addr_a, hostA) and $ns_b ($addr_b, hostB) on veth pair $veth"
 
 # The per-rank wrapper: even ranks on host A, odd ranks on host B. $1: how to enter the network
 # namespace ("nsenter" or "ipnetns"); the rest: the program and its arguments.
