@@ -68,6 +68,14 @@ QosClass qos(int min, int max, int priority) {
   return q;
 }
 
+/// parse() must accept `spec` as `want`.
+void check_parsed(const std::string& spec, const QosClass& want) {
+  CAPTURE(spec);
+  const auto q = QosClass::parse(spec);
+  REQUIRE(q.ok());
+  CHECK(q.value() == want);
+}
+
 /// parse() must fail with HCOMM_ERR_INVALID_ARG and a message containing `why`.
 void check_rejected(const std::string& spec, const std::string& why) {
   CAPTURE(spec);
@@ -336,47 +344,16 @@ std::vector<int> queued_order(Rig& rig, int priority1, int priority2, uint64_t f
 // QosClass
 
 TEST_CASE("qos: parse reads every key and leaves the ones not given at their defaults") {
-  SUBCASE("all three") {
-    const auto q = QosClass::parse("min=30,max=70,priority=2");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(30, 70, 2));
-  }
-  SUBCASE("any order") {
-    const auto q = QosClass::parse("priority=7,max=100,min=100");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(100, 100, 7));
-  }
-  SUBCASE("only min") {
-    const auto q = QosClass::parse("min=25");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(25, 100, 0));
-  }
-  SUBCASE("only max") {
-    const auto q = QosClass::parse("max=40");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(0, 40, 0));
-  }
-  SUBCASE("only priority") {
-    const auto q = QosClass::parse("priority=5");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(0, 100, 5));
-  }
-  SUBCASE("prio is an alias of priority") {
-    const auto q = QosClass::parse("min=10,prio=3");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(10, 100, 3));
-  }
-  SUBCASE("the empty spec is the default class") {
-    const auto q = QosClass::parse("");
-    REQUIRE(q.ok());
-    CHECK(q.value() == QosClass{});
-    CHECK(q.value().is_default());
-  }
-  SUBCASE("the bounds are accepted") {
-    const auto q = QosClass::parse("min=0,max=1,priority=0");
-    REQUIRE(q.ok());
-    CHECK(q.value() == qos(0, 1, 0));
-  }
+  check_parsed("min=30,max=70,priority=2", qos(30, 70, 2));      // all three
+  check_parsed("priority=7,max=100,min=100", qos(100, 100, 7));  // any order
+  check_parsed("min=25", qos(25, 100, 0));
+  check_parsed("max=40", qos(0, 40, 0));
+  check_parsed("priority=5", qos(0, 100, 5));
+  check_parsed("min=10,prio=3", qos(10, 100, 3));        // prio is an alias of priority
+  check_parsed("min=0,max=1,priority=0", qos(0, 1, 0));  // the bounds are accepted
+  // The empty spec is the default class.
+  check_parsed("", QosClass{});
+  CHECK(QosClass::parse("").value().is_default());
 }
 
 TEST_CASE("qos: parse rejects garbage, unknown keys and out-of-range values, saying which") {
