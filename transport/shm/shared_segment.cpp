@@ -76,6 +76,18 @@ Expected<SharedSegment> SharedSegment::open(const std::string& name, bool* missi
   return SharedSegment(p, bytes);
 }
 
+void SharedSegment::prefault(size_t offset, size_t bytes) const {
+  auto* begin = static_cast<std::byte*>(data_) + offset;
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(begin, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  // Kernels before 5.14: a read per page maps it (writing is not safe: other processes may be
+  // using the pages already).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t at = 0; at < bytes; at += page)
+    (void)*reinterpret_cast<volatile std::byte*>(begin + at);
+}
+
 bool SharedSegment::unlink(const std::string& name) {
   return shm_unlink(path_of(name).c_str()) == 0;
 }

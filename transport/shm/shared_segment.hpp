@@ -29,6 +29,9 @@ class SharedSegment {
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  /// Maps the pages of [offset, offset + bytes) into this process now, so that its first use of
+  /// each costs no page fault (about 1 us a page: a 32 KiB copy through fresh pages ran 6x slower).
+  void prefault(size_t offset, size_t bytes) const;
 
  private:
   SharedSegment(void* data, size_t bytes) : data_(data), bytes_(bytes) {}
