@@ -407,7 +407,7 @@ std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes
   coll::Operation probe;
   probe.kind = kind;
   probe.count = bytes;  // of uint8: bytes per rank, as handles() counts them
-  if (impl_->uses_slots(probe)) return "slot";
+  if (impl_->uses_slots(probe)) return impl_->uses_staging(probe) ? "staged" : "slot";
   return coll::algorithm_name(impl_->selector().choose(kind, bytes).algo);
 }
 

@@ -38,6 +38,10 @@ class CommunicatorImpl {
   /// Whether `op` runs on the slot board (a one-host communicator's small collectives; the same
   /// answer on every rank for the same call).
   bool uses_slots(const coll::Operation& op) const;
+  /// uses_slots(), and through the slot board's staging areas (StagedAllreduce).
+  bool uses_staging(const coll::Operation& op) const {
+    return uses_slots(op) && slots_->stages(op);
+  }
   /// submit() and wait for config().op_timeout.
   Status run(coll::OperationPtr op);
   /// Whether a thread that waits for an operation drives progress itself (submit's
@@ -92,6 +96,7 @@ class CommunicatorImpl {
   std::vector<int> ring_order_;  // empty: the identity
   std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
   std::shared_ptr<coll::SlotCollectives> slots_;  // one-host communicators: small collectives
+                                                  // and larger allreduces
   std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
   std::mutex abort_mutex_;
   Status aborted_;  // set by abort()

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "collectives/reduce_kernels.hpp"
 #include "transport/futex.hpp"
@@ -18,6 +19,9 @@ using transport::shm::SlotBoard;
 using transport::shm::SlotHeader;
 
 constexpr auto kMaxSleep = std::chrono::milliseconds(10);
+// A staged allreduce moves at most this many parts per look (2 MiB on 2 ranks), so that a poll
+// of the engine thread, which serves every link, stays short.
+constexpr int kStagedMovesPerLook = 8;
 
 bool contributes(const Operation& op, int rank) {
   switch (op.kind) {
@@ -53,7 +57,7 @@ bool reached(uint32_t value, uint32_t target) {
 }  // namespace
 
 SlotCollectives::SlotCollectives(SlotBoard board, int rank, std::chrono::microseconds spin)
-    : board_(std::move(board)), rank_(rank), spin_(spin) {}
+    : board_(std::move(board)), rank_(rank), staged_(board_, rank), spin_(spin) {}
 
 SlotCollectives::~SlotCollectives() {
   // Tell the others, and wake whoever sleeps on this rank's words, so that they fail at once
@@ -81,7 +85,7 @@ bool SlotCollectives::handles(const Operation& op) const {
     case OpKind::broadcast:
     case OpKind::allgather:
     case OpKind::barrier:
-      return contribution_bytes(op) <= SlotBoard::kSlotBytes;
+      return contribution_bytes(op) <= SlotBoard::kSlotBytes || stages(op);
     default:
       return false;
   }
@@ -118,7 +122,7 @@ bool SlotCollectives::progress(Blocker* b, Finished* finished) {
       if (!try_publish(p, b)) break;
       moved = true;
     }
-    worked |= moved;
+    worked |= moved || std::exchange(staged_moved_, false);
   }
   return worked;
 }
@@ -153,7 +157,7 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
     const std::string& why = op.invalid.message();
     mine.data_bytes = std::min(why.size(), SlotBoard::kSlotBytes);
     std::memcpy(board_.slot_data(rank_, p.seq), why.data(), mine.data_bytes);
-  } else if (contributes(op, rank_)) {
+  } else if (contributes(op, rank_) && !stages(op)) {  // a staged one travels through staging
     const std::byte* src = op.kind == OpKind::broadcast ? op.recv : op.send;
     std::memcpy(board_.slot_data(rank_, p.seq), src, mine.bytes);
   }
@@ -173,7 +177,7 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
     if (status.ok()) return false;
   } else if (status.ok()) {
     const Operation& op = *p.op;
-    for (int q = 0; q < board_.size() && status.ok(); ++q) {
+    for (int q = 0; q < board_.size() && status.ok() && !p.staging; ++q) {
       if (q == rank_ || !reads_from(op, rank_, q)) continue;
       SlotHeader& h = board_.slot(q, p.seq);
       const uint32_t v = h.seq.load(std::memory_order_acquire);
@@ -185,7 +189,29 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
         status = check_peer(q, p.seq, op);
       }
     }
-    if (status.ok()) compute(op, p.seq);
+    if (status.ok() && !p.staging && stages(op)) {
+      staged_.begin(op, p.seq);
+      p.staging = true;
+    }
+    if (!status.ok()) {
+      if (stages(op)) staged_.abandon(p.seq);  // others may have begun its exchange
+    } else if (p.staging) {
+      Blocker w;  // *b may hold what a later operation waits for
+      switch (staged_.advance(&w, &status, kStagedMovesPerLook)) {
+        case StagedAllreduce::Progress::over:
+          break;
+        case StagedAllreduce::Progress::more:
+          staged_moved_ = true;
+          return false;
+        case StagedAllreduce::Progress::waiting:
+          *b = w;
+          status = check_stuck(p, *b);
+          if (status.ok()) return false;
+      }
+      if (!status.ok()) staged_.abandon(p.seq);
+    } else {
+      compute(op, p.seq);
+    }
   }
   // Done reading: the others may reuse their slots of this operation kDepth operations on.
   auto& done = board_.progress(rank_);
@@ -222,6 +248,11 @@ Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
 }
 
 void SlotCollectives::drive(const detail::Completion& c, Clock::time_point deadline) {
+  drivers_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>& drivers;
+    ~Leave() { drivers.fetch_sub(1); }
+  } leave{drivers_};
   Clock::time_point spin_until{};  // set on the first clock read: most waits end before
   Finished finished;
   for (unsigned looks = 1;; ++looks) {
@@ -254,12 +285,16 @@ void SlotCollectives::drive(const detail::Completion& c, Clock::time_point deadl
 }
 
 bool SlotCollectives::poll() {
-  if (pending_count_.load(std::memory_order_relaxed) == 0) return false;
+  // A waiting thread drives them: the engine thread taking turns with it would only compete
+  // for its core (and pull the staged exchange's cache lines to another one).
+  if (pending_count_.load(std::memory_order_relaxed) == 0 ||
+      drivers_.load(std::memory_order_relaxed) > 0)
+    return false;
   Finished finished;
   bool worked = false;
   {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;  // a waiting thread drives them
+    if (!lock.owns_lock()) return false;  // a submitting thread is at it
     Blocker b;
     worked = progress(&b, &finished);
   }

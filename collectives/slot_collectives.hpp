@@ -13,7 +13,9 @@
 // wakes), or the progress engine (a Poller, for operations nobody waits on yet).
 //
 // Which operations: allreduce, reduce, broadcast, allgather and barrier, up to
-// SlotBoard::kSlotBytes per rank — a choice that depends only on the call, so ranks agree.
+// SlotBoard::kSlotBytes per rank, and larger allreduces through the board's staging areas
+// (StagedAllreduce: once every rank's slot header matched, the front operation's exchange moves
+// on like the slots do) — a choice that depends only on the call, so ranks agree.
 #pragma once
 
 #include <atomic>
@@ -25,6 +27,7 @@
 
 #include "api/completion.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/staged_allreduce.hpp"
 #include "hcomm/status.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/shm/slot_board.hpp"
@@ -42,6 +45,8 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
 
   /// Whether `op` runs here (the same answer on every rank for the same call).
   bool handles(const Operation& op) const;
+  /// Whether `op` runs here through the staging areas (StagedAllreduce).
+  bool stages(const Operation& op) const { return StagedAllreduce::handles(board_, op); }
   using Finished = std::vector<std::pair<OperationPtr, Status>>;
 
   /// Starts `op`, numbered after every earlier call. Operations it finished on the way (it may
@@ -65,15 +70,11 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
     uint64_t seq = 0;  // slot operation number (the board's 32-bit words hold its low bits)
     Clock::time_point deadline;
     bool published = false;
-    Status status;  // a failure found before publishing (rejected arguments, timeout)
+    bool staging = false;  // every header matched: its StagedAllreduce exchange is under way
+    Status status;         // a failure found before publishing (rejected arguments, timeout)
   };
   /// What the front operation waits for, to sleep on.
-  struct Blocker {
-    std::atomic<uint32_t>* word = nullptr;
-    std::atomic<uint32_t>* waiters = nullptr;
-    uint32_t seen = 0;
-    int rank = -1;
-  };
+  using Blocker = transport::shm::BoardWait;
 
   /// Publishes and completes what it can, in order; true when it did anything. Under mutex_;
   /// the caller completes `finished` after unlocking.
@@ -88,10 +89,13 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
 
   transport::shm::SlotBoard board_;
   const int rank_;
+  StagedAllreduce staged_;     // the front operation's, when it is a staged one
+  bool staged_moved_ = false;  // it used up its moves of one look: look again at once
   const std::chrono::microseconds spin_;
   std::mutex mutex_;
   std::deque<Pending> pending_;
   std::atomic<int> pending_count_{0};
+  std::atomic<int> drivers_{0};  // threads in drive(): poll() leaves the operations to them
   uint64_t next_ = 0;
   Clock::time_point next_liveness_{};
   unsigned stuck_checks_ = 0;

@@ -171,7 +171,7 @@ class Communicator {
   Status batch(const std::vector<PointToPointOp>& ops);
 
   /// The algorithm ("ring", "tree", "rd", "hd", "direct", "hier", or "slot" for the slot board of a
-  /// one-host communicator; "" for an unknown name) this
+  /// one-host communicator, "staged" for its larger allreduces; "" for an unknown name) this
   /// communicator runs for `op_name` ("allreduce", "broadcast", ...) with `bytes` = count x element
   /// size as passed to that operation (allgather, gather, scatter: one rank's block; alltoall: one
   /// peer's block; reduce_scatter: the received block): the cost model's choice, or what

@@ -165,6 +165,29 @@ int main(int argc, char** argv) {
                          ReduceOp::sum)
            .wait(kDeadline);
   expect(st, HCOMM_ERR_INVALID_ARG, nullptr, "allreduce data type mismatch");
+  {
+    // The same above the slot size (a one-host communicator's staged allreduce) and across it
+    // (8 KiB on rank 0, a slot; 1 MiB on the others). A matching one must then still be right:
+    // no rank may be left a step ahead in the staging rings.
+    constexpr size_t kBig = 1 << 19;  // 2 MiB of float32
+    std::vector<float> big(kBig, 1.0f), total(kBig, -1.0f);
+    st = c.allreduce_async(big.data(), total.data(), kBig / 4 * static_cast<size_t>(rank + 1),
+                           DataType::float32, ReduceOp::sum)
+             .wait(kDeadline);
+    expect(st, HCOMM_ERR_INVALID_ARG, "same count", "large allreduce count mismatch");
+    st = c.allreduce_async(big.data(), total.data(), rank == 0 ? 2048 : kBig / 2, DataType::float32,
+                           ReduceOp::sum)
+             .wait(kDeadline);
+    expect(st, HCOMM_ERR_INVALID_ARG, "same count", "allreduce count mismatch across 16 KiB");
+    for (size_t i = 0; i < kBig; ++i) big[i] = static_cast<float>((i % 1000) * (rank + 1));
+    st = c.allreduce(big.data(), total.data(), kBig, DataType::float32, ReduceOp::sum);
+    const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
+    size_t wrong = 0;
+    for (size_t i = 0; i < kBig; ++i) wrong += total[i] != static_cast<float>(i % 1000) * ranks_sum;
+    expect(
+        st.ok() && wrong == 0 ? st : Status{HCOMM_ERR_INTERNAL, std::to_string(wrong) + " wrong"},
+        HCOMM_SUCCESS, nullptr, "large allreduce after the mismatches");
+  }
 
   // Point-to-point errors.
   expect(c.send(a.data(), 10, DataType::float32, size, 0), HCOMM_ERR_INVALID_ARG, "peer",

@@ -2,10 +2,11 @@
 //  1. eight async slot-board operations in flight, every result checked exactly (a rank once
 //     overwrote its own slot before it had read it back);
 //  2. a completion callback that starts the next operation (once deadlocked on the submit lock);
-//  3. a peer that destroys its communicator: the survivor's small (slot board) and large (ring)
-//     operations fail with HCOMM_ERR_PEER_LOST at once, not at their deadline;
-//  4. destroying a communicator while a large operation is stuck in the rings (once a
-//     use-after-free): it fails with HCOMM_ERR_ABORTED and the process carries on.
+//  3. a peer that destroys its communicator: the survivor's small (slot board), large (staged)
+//     and ring (forced hd) operations fail with HCOMM_ERR_PEER_LOST at once, not at their
+//     deadline, and so does a staged allreduce the peer leaves in the middle;
+//  4. destroying a communicator while a large operation is stuck (once a use-after-free): it
+//     fails with HCOMM_ERR_ABORTED and the process carries on.
 // The last three cases build their own communicators; every wait has a deadline.
 #include <chrono>
 #include <cstdio>
@@ -34,8 +35,12 @@ void check(bool ok, const char* what, const std::string& detail = "") {
   std::printf("FAIL: %s %s\n", what, detail.c_str());
 }
 
-std::unique_ptr<Communicator> make() {
-  auto c = Communicator::create_from_env();
+/// `algo`: forced algorithms (Config::algo), "" for the automatic choice.
+std::unique_ptr<Communicator> make(const std::string& algo = "") {
+  auto cfg = hcomm::Config::from_env();
+  if (cfg.ok()) cfg.value().algo = algo;
+  auto c = cfg.ok() ? Communicator::create(cfg.value())
+                    : hcomm::Expected<std::unique_ptr<Communicator>>(cfg.status());
   if (!c.ok()) {
     std::printf("FAIL: create: %s\n", c.status().to_string().c_str());
     std::exit(1);
@@ -99,6 +104,31 @@ void peer_destroys(std::unique_ptr<Communicator> c, size_t count) {
   check(ms < 2000, "peer destroys: too slow", std::to_string(ms) + " ms");
 }
 
+// Rank 0 leaves a 64 MiB staged allreduce 2 ms into its exchange (its wait gives up and it
+// destroys its communicator): rank 1, in the middle of the same exchange, fails at once.
+void peer_leaves_midway(std::unique_ptr<Communicator> c) {
+  constexpr size_t kCount = 16 << 20;
+  std::vector<float> a(kCount, 1), b(kCount);
+  check(c->barrier().ok(), "peer leaves midway: barrier");
+  auto work = c->allreduce_async(a.data(), b.data(), kCount, DataType::float32, ReduceOp::sum);
+  if (c->rank() == 0) {
+    Status st = work.wait(2ms);
+    check(st.code() == hcomm::HCOMM_ERR_TIMEOUT, "peer leaves midway: rank 0 finished early",
+          st.to_string());
+    c.reset();
+    check(work.wait(1s).code() == hcomm::HCOMM_ERR_ABORTED, "peer leaves midway: rank 0 status");
+    std::this_thread::sleep_for(300ms);  // rank 1 finds a closed communicator, not a dead process
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = work.wait(20s);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  check(st.code() == hcomm::HCOMM_ERR_PEER_LOST, "peer leaves midway: status", st.to_string());
+  check(ms < 2000, "peer leaves midway: too slow", std::to_string(ms) + " ms");
+}
+
 void destroy_in_flight(std::unique_ptr<Communicator> c) {
   constexpr size_t kCount = 8 << 20;  // 32 MiB: far more than the rings hold
   std::vector<float> a(kCount, 1), b(kCount);
@@ -122,8 +152,10 @@ int main() {
   auto anchor = make();
   deep_async(*anchor);
   callback_submits(*anchor);
-  peer_destroys(make(), 16);       // slot board
-  peer_destroys(make(), 1 << 20);  // rings
+  peer_destroys(make(), 16);                     // slot board
+  peer_destroys(make(), 1 << 20);                // staging rings
+  peer_destroys(make("allreduce=hd"), 1 << 20);  // pair links
+  peer_leaves_midway(make());
   destroy_in_flight(make());
   check(anchor->barrier().ok(), "final barrier");
   std::printf("shm_robustness: %s\n", failures == 0 ? "OK" : "FAILED");

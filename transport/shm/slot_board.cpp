@@ -9,7 +9,8 @@ namespace hcomm::transport::shm {
 namespace {
 
 // Layout: LinkSegmentHeader | BoardHeader (ranks' identities) | per rank: SlotProgress, then
-// kDepth x (SlotHeader, data).
+// kDepth x (SlotHeader, data) | per rank: StageFlags | (page-aligned) per rank: staging area.
+// The staging areas exist on staged() boards only; tmpfs gives them pages once written.
 constexpr size_t kBoardHeaderOffset = 512;
 
 struct BoardHeader {
@@ -21,6 +22,22 @@ struct BoardHeader {
 constexpr size_t kHeaderBytes = (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;
 constexpr size_t kSlotStride = sizeof(SlotHeader) + SlotBoard::kSlotBytes;
 constexpr size_t kRankStride = 64 + SlotBoard::kDepth * kSlotStride;
+
+constexpr size_t kPage = 4096;
+
+size_t stage_flags_offset(int size) {
+  return kHeaderBytes + static_cast<size_t>(size) * kRankStride;
+}
+
+size_t staging_offset(int size) {
+  const size_t end = stage_flags_offset(size) + static_cast<size_t>(size) * sizeof(StageFlags);
+  return (end + kPage - 1) / kPage * kPage;
+}
+
+size_t board_bytes(int size) {
+  if (size <= 1 || size > SlotBoard::kMaxStagedRanks) return stage_flags_offset(size);
+  return staging_offset(size) + static_cast<size_t>(size) * SlotBoard::kStageBytes;
+}
 
 std::string board_name(uint64_t uid) {
   char buf[64];
@@ -38,7 +55,7 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
                                          std::chrono::steady_clock::time_point deadline) {
   if (size > kMaxRanks) return Status{HCOMM_ERR_INVALID_ARG, "slot boards hold at most 256 ranks"};
   const std::string name = board_name(comm_uid);
-  const size_t bytes = kHeaderBytes + static_cast<size_t>(size) * kRankStride;
+  const size_t bytes = board_bytes(size);
   SlotBoard board;
   board.size_ = size;
   if (rank == 0) {
@@ -53,6 +70,7 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
     for (int r = 0; r < size; ++r) {
       new (&board.progress(r)) SlotProgress();
       for (uint32_t d = 0; d < kDepth; ++d) new (&board.slot(r, d)) SlotHeader();
+      if (board.staged()) new (&board.stage_flags(r)) StageFlags();
     }
     h->comm_uid = comm_uid;
     h->cells = kDepth;
@@ -61,6 +79,7 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
     h->magic = LinkSegmentHeader::kMagic;
     h->state.store(LinkSegmentHeader::kReady, std::memory_order_release);
     if (size == 1) SharedSegment::unlink(name);
+    board.prefault_staging();
     return board;
   }
   for (;;) {
@@ -89,6 +108,7 @@ Expected<SlotBoard> SlotBoard::establish(uint64_t comm_uid, int rank, int size,
     h.state.store(LinkSegmentHeader::kAttached, std::memory_order_release);
     SharedSegment::unlink(name);  // everyone has it mapped
   }
+  board.prefault_staging();
   return board;
 }
 
@@ -106,6 +126,25 @@ SlotProgress& SlotBoard::progress(int rank) const {
   auto* base =
       static_cast<std::byte*>(mem_.data()) + kHeaderBytes + static_cast<size_t>(rank) * kRankStride;
   return *reinterpret_cast<SlotProgress*>(base);
+}
+
+void SlotBoard::prefault_staging() const {
+  if (staged()) mem_.prefault(staging_offset(size_), static_cast<size_t>(size_) * kStageBytes);
+}
+
+size_t SlotBoard::stage_part_bytes() const {
+  return kStageBytes / (kStageSteps * static_cast<size_t>(size_)) / kPage * kPage;
+}
+
+StageFlags& SlotBoard::stage_flags(int rank) const {
+  auto* base = static_cast<std::byte*>(mem_.data()) + stage_flags_offset(size_) +
+               static_cast<size_t>(rank) * sizeof(StageFlags);
+  return *reinterpret_cast<StageFlags*>(base);
+}
+
+std::byte* SlotBoard::stage_at(int rank, uint64_t position) const {
+  return static_cast<std::byte*>(mem_.data()) + staging_offset(size_) +
+         static_cast<size_t>(rank) * kStageBytes + position % kStageBytes;
 }
 
 ProcessIdentity SlotBoard::process(int rank) const {
