@@ -135,7 +135,7 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
       // Numbered like every collective (every rank takes this path for this call).
       op->seq = next_seq_++;
       op->completion->set_driver(slots_);
-      slots_->start(std::move(op), std::chrono::steady_clock::now() + cfg_.op_timeout, &finished);
+      slots_->start(std::move(op), cfg_.op_timeout, &finished);
     }
     coll::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
     return work;

@@ -57,7 +57,11 @@ bool reached(uint32_t value, uint32_t target) {
 }  // namespace
 
 SlotCollectives::SlotCollectives(SlotBoard board, int rank, std::chrono::microseconds spin)
-    : board_(std::move(board)), rank_(rank), staged_(board_, rank), spin_(spin) {}
+    : board_(std::move(board)),
+      rank_(rank),
+      staged_(board_, rank),
+      spin_(spin),
+      done_seen_(static_cast<size_t>(board_.size())) {}
 
 SlotCollectives::~SlotCollectives() {
   // Tell the others, and wake whoever sleeps on this rank's words, so that they fail at once
@@ -91,12 +95,13 @@ bool SlotCollectives::handles(const Operation& op) const {
   }
 }
 
-void SlotCollectives::start(OperationPtr op, Clock::time_point deadline, Finished* finished) {
+void SlotCollectives::start(OperationPtr op, std::chrono::milliseconds timeout,
+                            Finished* finished) {
   std::lock_guard<std::mutex> lock(mutex_);
   Pending& p = pending_.emplace_back();
   p.op = std::move(op);
   p.seq = ++next_;
-  p.deadline = deadline;
+  p.timeout = timeout;
   pending_count_.fetch_add(1);
   Blocker b;
   progress(&b, finished);
@@ -134,11 +139,13 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
     if (pending_.front().seq <= p.seq - SlotBoard::kDepth) return false;  // not completed here
     const uint32_t target = static_cast<uint32_t>(p.seq - SlotBoard::kDepth);
     for (int q = 0; q < board_.size(); ++q) {
-      if (q == rank_) continue;
+      // What was seen last often suffices: each look at a peer's word takes its cache line.
+      uint32_t& seen = done_seen_[static_cast<size_t>(q)];
+      if (q == rank_ || reached(seen, target)) continue;
       auto& prog = board_.progress(q);
-      const uint32_t v = prog.done.load(std::memory_order_acquire);
-      if (!reached(v, target)) {
-        if (b->word == nullptr) *b = {&prog.done, &prog.waiters, v, q};
+      seen = prog.done.load(std::memory_order_acquire);
+      if (!reached(seen, target)) {
+        if (b->word == nullptr) *b = {&prog.done, &prog.waiters, seen, q};
         return false;
       }
     }
@@ -222,7 +229,7 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
   return true;
 }
 
-Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
+Status SlotCollectives::check_stuck(Pending& p, const Blocker& b) {
   // Clock reads are rationed: this runs on every look of a busy wait. No blocker yet: the
   // operation has not been tried (it is looked at again right after).
   if (b.rank < 0 || ++stuck_checks_ % 64 != 0) return {};
@@ -232,6 +239,9 @@ Status SlotCollectives::check_stuck(const Pending& p, const Blocker& b) {
   if (board_.progress(b.rank).closed.load() != 0)
     return {HCOMM_ERR_PEER_LOST, "rank " + std::to_string(b.rank) +
                                      " has destroyed its communicator (during " + label() + ")"};
+  // The deadline counts from the first look that found the operation stuck (at most a few
+  // microseconds after it started): most finish before, and need no clock read for it.
+  if (p.deadline == Clock::time_point{}) p.deadline = now + p.timeout;
   if (now >= p.deadline)
     return {HCOMM_ERR_TIMEOUT, label() + " waited in vain for rank " + std::to_string(b.rank) +
                                    ": does every rank call the same collectives in the same "

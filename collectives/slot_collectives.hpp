@@ -52,7 +52,7 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   /// Starts `op`, numbered after every earlier call. Operations it finished on the way (it may
   /// be one of them) go to `finished`: the caller completes them with complete() once it holds
   /// no lock, since a completion callback may start the next operation.
-  void start(OperationPtr op, Clock::time_point deadline, Finished* finished);
+  void start(OperationPtr op, std::chrono::milliseconds timeout, Finished* finished);
   static void complete(Finished& finished);
 
   // detail::ProgressDriver: progresses until `c` is done or `deadline`.
@@ -68,7 +68,8 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   struct Pending {
     OperationPtr op;
     uint64_t seq = 0;  // slot operation number (the board's 32-bit words hold its low bits)
-    Clock::time_point deadline;
+    std::chrono::milliseconds timeout{0};
+    Clock::time_point deadline{};  // set by the first check_stuck()
     bool published = false;
     bool staging = false;  // every header matched: its StagedAllreduce exchange is under way
     Status status;         // a failure found before publishing (rejected arguments, timeout)
@@ -85,7 +86,7 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   Status check_peer(int q, uint64_t seq, const Operation& op) const;
   void compute(const Operation& op, uint64_t seq) const;
   /// A peer process that is gone, or an expired deadline, fails the front operation.
-  Status check_stuck(const Pending& p, const Blocker& b);
+  Status check_stuck(Pending& p, const Blocker& b);
 
   transport::shm::SlotBoard board_;
   const int rank_;
@@ -97,6 +98,7 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   std::atomic<int> pending_count_{0};
   std::atomic<int> drivers_{0};  // threads in drive(): poll() leaves the operations to them
   uint64_t next_ = 0;
+  std::vector<uint32_t> done_seen_;  // per rank, its SlotProgress::done as last read
   Clock::time_point next_liveness_{};
   unsigned stuck_checks_ = 0;
 };

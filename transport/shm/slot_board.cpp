@@ -20,7 +20,8 @@ struct BoardHeader {
 };
 
 constexpr size_t kHeaderBytes = (kBoardHeaderOffset + sizeof(BoardHeader) + 4095) / 4096 * 4096;
-constexpr size_t kSlotStride = sizeof(SlotHeader) + SlotBoard::kSlotBytes;
+constexpr size_t kSlotStride = (sizeof(SlotHeader) + SlotBoard::kSlotBytes + 63) / 64 * 64;
+static_assert(sizeof(SlotHeader) <= 40, "a slot's first data bytes share its header's line");
 constexpr size_t kRankStride = 64 + SlotBoard::kDepth * kSlotStride;
 
 constexpr size_t kPage = 4096;
