@@ -4,10 +4,11 @@
 //
 // The buffer is cut into steps of one part per rank (part q of each step is rank q's to reduce).
 // Per step, each rank
-//   1. copies its input's parts for the others into a slot of its own staging area (contributed),
-//   2. reduces its own part from its input and the others' staged copies, into its output and
-//      into its slot's own part (reduced),
-//   3. copies the others' results out of their slots into its output (consumed).
+//   1. copies its input's parts for the others into the step's place in its own staging ring
+//      (contributed),
+//   2. reduces its own part from its input and the others' staged copies into its output, block
+//      by block, copying each block into its ring while the block is still in cache (reduced),
+//   3. copies the others' results out of their rings into its output (consumed).
 // On 2 ranks that is one pass over half the buffer less than halving-doubling (copy in, reduce,
 // copy the result in, copy out), and every rank's output gets the very bits its owner computed.
 // Steps pipeline through each rank's staging ring (SlotBoard::kStageBytes): a step takes the next
@@ -18,7 +19,7 @@
 //
 // Flags carry the slot operation number, so a rank can tell "not yet" from "another operation":
 // a rank that gives up an operation midway (deadline, dead peer) says so in `abandoned`, and the
-// others fail it too instead of reading a staging slot that will never be filled.
+// others fail it too instead of waiting for a step that will never come.
 #pragma once
 
 #include <cstddef>

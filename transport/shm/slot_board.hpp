@@ -85,12 +85,12 @@ class SlotBoard {
   static constexpr int kMaxRanks = 256;  ///< larger one-host communicators go without a board
   /// Each rank's staging ring. Steps of one part per rank go one after another through it, so a
   /// line is written again only 2 MiB later, once the reader's core no longer holds it (rewriting
-  /// lines the other core holds cost 64 KiB allreduces 3.5x). Parts are at most
+  /// lines the other core holds cost 64 KiB allreduces 2-3x). Parts are at most
   /// kStageBytes / (kStageSteps * size()) bytes: measured on 2 ranks, 4 steps of 2 x 256 KiB in
   /// flight ran 1-16 MiB allreduces fastest (smaller parts cost more hand-overs between cores).
   static constexpr size_t kStageBytes = 2 << 20;
   static constexpr uint32_t kStageSteps = 4;
-  /// Larger boards have no staging areas (their parts would be small; rings do better).
+  /// Larger boards have no staging areas: their parts would be small (32 KiB at 16 ranks).
   static constexpr int kMaxStagedRanks = 16;
 
   /// Collective over the communicator's ranks (all on this host): rank 0 creates, the others
