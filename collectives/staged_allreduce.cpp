@@ -62,6 +62,10 @@ void StagedAllreduce::begin(const Operation& op, uint64_t seq) {
   part_bytes_ = part_bytes_for(board_, bytes_);
   step_bytes_ = part_bytes_ * static_cast<size_t>(size_);
   steps_ = (bytes_ + step_bytes_ - 1) / step_bytes_;
+  // Measured on 2 ranks, alternated: staging everything first ran 2 MiB allreduces 1.1x faster
+  // (no rank then waits for a contribution) and 8-16 MiB ones 1.05-1.1x slower (running ahead
+  // of the reduction pushes its data out of cache).
+  contribute_first_ = steps_ * step_bytes_ <= SlotBoard::kStageBytes;
   contributed_ = reduced_ = consumed_ = 0;
   bases_known_ = false;
   base_[static_cast<size_t>(rank_)] = cursor_;
@@ -125,8 +129,12 @@ StagedAllreduce::Progress StagedAllreduce::advance(BoardWait* wait, Status* fail
   StageFlags& mine = board_.stage_flags(rank_);
   for (bool moved = true; moved; moved = moved && --budget > 0) {
     moved = false;
+    if (contribute_first_ && try_contribute(wait)) {
+      moved = true;
+      continue;
+    }
     // Most urgent first: a reduced part is what the others' copies wait for, a consumed step
-    // frees slots, and contributions may run ahead while those wait.
+    // frees ring space, and contributions may run ahead while those wait.
     if (reduced_ < contributed_) {
       if (others_reached(&StageFlags::contributed, reduced_ + 1, wait, failure)) {
         if (!bases_known_) {
@@ -153,17 +161,20 @@ StagedAllreduce::Progress StagedAllreduce::advance(BoardWait* wait, Status* fail
       }
       if (!failure->ok()) return Progress::over;
     }
-    if (contributed_ < steps_ && ring_free_for(contributed_, wait)) {
-      contribute(contributed_);
-      held_.push_back({position(base_[static_cast<size_t>(rank_)], contributed_),
-                       stage_tag(seq_, contributed_ + 1)});
-      publish(mine.contributed, stage_tag(seq_, ++contributed_));
-      moved = true;
-    }
+    if (!contribute_first_ && try_contribute(wait)) moved = true;
   }
   if (consumed_ < steps_) return budget > 0 ? Progress::waiting : Progress::more;
   op_ = nullptr;
   return Progress::over;
+}
+
+bool StagedAllreduce::try_contribute(BoardWait* wait) {
+  if (contributed_ == steps_ || !ring_free_for(contributed_, wait)) return false;
+  contribute(contributed_);
+  held_.push_back({position(base_[static_cast<size_t>(rank_)], contributed_),
+                   stage_tag(seq_, contributed_ + 1)});
+  publish(board_.stage_flags(rank_).contributed, stage_tag(seq_, ++contributed_));
+  return true;
 }
 
 bool StagedAllreduce::ring_free_for(uint64_t step, BoardWait* wait) {

@@ -76,6 +76,9 @@ class StagedAllreduce {
   std::byte* staged_part(int rank, uint64_t step, int owner) const;
   /// Whether this rank's ring is free for `step` (the others consumed what it held there).
   bool ring_free_for(uint64_t step, transport::shm::BoardWait* wait);
+  /// Stages the next step's contributions if the ring has room; false when it has not (or
+  /// every step is staged).
+  bool try_contribute(transport::shm::BoardWait* wait);
   /// Whether every other rank's `flag` reached stage tag `steps` of this operation; if not,
   /// `*wait` names the first that did not. A rank that gave this operation up sets `*failure`.
   bool others_reached(std::atomic<uint64_t> transport::shm::StageFlags::*flag, uint64_t steps,
@@ -110,6 +113,8 @@ class StagedAllreduce {
   std::vector<uint64_t> base_;  ///< per rank, its ring position of this operation's first step
   bool bases_known_ = false;
   uint64_t contributed_ = 0, reduced_ = 0, consumed_ = 0;
+  /// The whole operation fits in the ring: stage every step before reducing any.
+  bool contribute_first_ = false;
 };
 
 }  // namespace hcomm::coll
