@@ -87,9 +87,8 @@ StagedAllreduce::Part StagedAllreduce::part(uint64_t step, int owner) const {
   return {offset, std::min(part_bytes_, bytes_ - offset)};
 }
 
-bool StagedAllreduce::others_reached(std::atomic<uint64_t> StageFlags::*flag, uint64_t steps,
+bool StagedAllreduce::others_reached(std::atomic<uint64_t> StageFlags::*flag, uint64_t target,
                                      BoardWait* wait, Status* failure) const {
-  const uint64_t target = stage_tag(seq_, steps);
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     StageFlags& f = board_.stage_flags(q);
@@ -129,14 +128,15 @@ StagedAllreduce::Progress StagedAllreduce::advance(BoardWait* wait, Status* fail
   StageFlags& mine = board_.stage_flags(rank_);
   for (bool moved = true; moved; moved = moved && --budget > 0) {
     moved = false;
-    if (contribute_first_ && try_contribute(wait)) {
+    if (contribute_first_ && try_contribute(wait, failure)) {
       moved = true;
       continue;
     }
+    if (!failure->ok()) return Progress::over;
     // Most urgent first: a reduced part is what the others' copies wait for, a consumed step
     // frees ring space, and contributions may run ahead while those wait.
     if (reduced_ < contributed_) {
-      if (others_reached(&StageFlags::contributed, reduced_ + 1, wait, failure)) {
+      if (others_reached(&StageFlags::contributed, stage_tag(seq_, reduced_ + 1), wait, failure)) {
         if (!bases_known_) {
           // Written before the `contributed` just seen; the next operation's waits for this one.
           for (int q = 0; q < size_; ++q)
@@ -153,7 +153,7 @@ StagedAllreduce::Progress StagedAllreduce::advance(BoardWait* wait, Status* fail
       if (!failure->ok()) return Progress::over;
     }
     if (consumed_ < reduced_) {
-      if (others_reached(&StageFlags::reduced, consumed_ + 1, wait, failure)) {
+      if (others_reached(&StageFlags::reduced, stage_tag(seq_, consumed_ + 1), wait, failure)) {
         consume(consumed_);
         publish(mine.consumed, stage_tag(seq_, ++consumed_));
         moved = true;
@@ -161,15 +161,16 @@ StagedAllreduce::Progress StagedAllreduce::advance(BoardWait* wait, Status* fail
       }
       if (!failure->ok()) return Progress::over;
     }
-    if (!contribute_first_ && try_contribute(wait)) moved = true;
+    if (!contribute_first_ && try_contribute(wait, failure)) moved = true;
+    if (!failure->ok()) return Progress::over;
   }
   if (consumed_ < steps_) return budget > 0 ? Progress::waiting : Progress::more;
   op_ = nullptr;
   return Progress::over;
 }
 
-bool StagedAllreduce::try_contribute(BoardWait* wait) {
-  if (contributed_ == steps_ || !ring_free_for(contributed_, wait)) return false;
+bool StagedAllreduce::try_contribute(BoardWait* wait, Status* failure) {
+  if (contributed_ == steps_ || !ring_free_for(contributed_, wait, failure)) return false;
   contribute(contributed_);
   held_.push_back({position(base_[static_cast<size_t>(rank_)], contributed_),
                    stage_tag(seq_, contributed_ + 1)});
@@ -177,20 +178,12 @@ bool StagedAllreduce::try_contribute(BoardWait* wait) {
   return true;
 }
 
-bool StagedAllreduce::ring_free_for(uint64_t step, BoardWait* wait) {
+bool StagedAllreduce::ring_free_for(uint64_t step, BoardWait* wait, Status* failure) {
   // The step's bytes held an earlier step one lap (kStageBytes) back: every step that began
   // before the step's end, one lap back, must have been consumed by every other rank.
   const uint64_t end = position(base_[static_cast<size_t>(rank_)], step) + step_bytes_;
   while (!held_.empty() && held_.front().position + SlotBoard::kStageBytes < end) {
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      StageFlags& f = board_.stage_flags(q);
-      const uint32_t bell = f.bell.load(std::memory_order_acquire);
-      if (!stage_reached(f.consumed.load(std::memory_order_acquire), held_.front().tag)) {
-        if (wait->rank < 0) *wait = {&f.bell, &f.waiters, bell, q};
-        return false;
-      }
-    }
+    if (!others_reached(&StageFlags::consumed, held_.front().tag, wait, failure)) return false;
     held_.pop_front();
   }
   return true;
@@ -239,7 +232,7 @@ void StagedAllreduce::consume(uint64_t step) {
 void StagedAllreduce::abandon(uint64_t seq) {
   StageFlags& mine = board_.stage_flags(rank_);
   mine.abandoned.store(seq);
-  // Nothing of this operation will be read here any more: the others may reuse their slots.
+  // Nothing of this operation will be read here any more: the others may reuse their rings.
   const uint64_t past = stage_tag(seq, UINT32_MAX);
   if (stage_reached(past, mine.consumed.load(std::memory_order_relaxed)))
     publish(mine.consumed, past);

@@ -59,7 +59,7 @@ class StagedAllreduce {
   /// reduced or copied out).
   Progress advance(transport::shm::BoardWait* wait, Status* failure, int budget);
   /// Gives up slot operation `seq` (begun or not): the others fail it instead of waiting, and
-  /// may reuse their slots.
+  /// may reuse their ring space.
   void abandon(uint64_t seq);
 
  private:
@@ -75,13 +75,13 @@ class StagedAllreduce {
   /// Part `owner` of `step` in `rank`'s staging ring.
   std::byte* staged_part(int rank, uint64_t step, int owner) const;
   /// Whether this rank's ring is free for `step` (the others consumed what it held there).
-  bool ring_free_for(uint64_t step, transport::shm::BoardWait* wait);
+  bool ring_free_for(uint64_t step, transport::shm::BoardWait* wait, Status* failure);
   /// Stages the next step's contributions if the ring has room; false when it has not (or
   /// every step is staged).
-  bool try_contribute(transport::shm::BoardWait* wait);
-  /// Whether every other rank's `flag` reached stage tag `steps` of this operation; if not,
-  /// `*wait` names the first that did not. A rank that gave this operation up sets `*failure`.
-  bool others_reached(std::atomic<uint64_t> transport::shm::StageFlags::*flag, uint64_t steps,
+  bool try_contribute(transport::shm::BoardWait* wait, Status* failure);
+  /// Whether every other rank's `flag` reached stage tag `target`; if not, `*wait` names the
+  /// first that did not. A rank that gave this operation up sets `*failure`.
+  bool others_reached(std::atomic<uint64_t> transport::shm::StageFlags::*flag, uint64_t target,
                       transport::shm::BoardWait* wait, Status* failure) const;
   void publish(std::atomic<uint64_t>& flag, uint64_t value);
   /// Copies into this rank's staging area, choosing its store mode per 32 KiB (CellWriter).

@@ -36,7 +36,7 @@ size_t staging_offset(int size) {
 }
 
 size_t board_bytes(int size) {
-  if (size <= 1 || size > SlotBoard::kMaxStagedRanks) return stage_flags_offset(size);
+  if (!SlotBoard::staged(size)) return stage_flags_offset(size);
   return staging_offset(size) + static_cast<size_t>(size) * SlotBoard::kStageBytes;
 }
 

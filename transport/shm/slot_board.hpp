@@ -106,8 +106,9 @@ class SlotBoard {
   SlotHeader& slot(int rank, uint64_t seq) const;
   std::byte* slot_data(int rank, uint64_t seq) const;
   SlotProgress& progress(int rank) const;
-  /// Whether the board has staging areas (size() <= kMaxStagedRanks).
-  bool staged() const { return size_ > 1 && size_ <= kMaxStagedRanks; }
+  /// Whether a board of `size` ranks has staging areas.
+  static bool staged(int size) { return size > 1 && size <= kMaxStagedRanks; }
+  bool staged() const { return staged(size_); }
   /// The largest part: kStageBytes / (kStageSteps * size()), page-rounded down.
   size_t stage_part_bytes() const;
   StageFlags& stage_flags(int rank) const;
