@@ -13,19 +13,19 @@
 #include <random>
 #include <sstream>
 
-#include "actors/bootstrap/interface_address.hpp"
-#include "actors/bootstrap/launch_env.hpp"
-#include "actors/bootstrap/store_client.hpp"
 #include "actors/communicator_control.hpp"
-#include "actors/data_plane.hpp"
 #include "actors/messages.hpp"
 #include "actors/mr_cache_actor.hpp"
+#include "actors/qos_controller_actor.hpp"
 #include "actors/runtime.hpp"
-#include "log/log.hpp"
+#include "bootstrap/interface_address.hpp"
+#include "bootstrap/launch_env.hpp"
+#include "bootstrap/store_client.hpp"
+#include "core/log.hpp"
+#include "dataplane/data_plane.hpp"
 #include "qos/host_board.hpp"
 #include "qos/link_capacity.hpp"
 #include "qos/marking.hpp"
-#include "qos/qos_controller.hpp"
 #include "qos/send_gate.hpp"
 #include "topology/host_identity.hpp"
 #include "transport/link_protocol.hpp"
@@ -34,6 +34,9 @@
 #include "transport/tcp/tcp_protocol.hpp"
 
 namespace hcomm::actors {
+
+using dataplane::DataPlane;
+using dataplane::DataPlaneParams;
 
 // ---------------------------------------------------------------------------------------------
 // communicator actor
@@ -46,7 +49,7 @@ struct CommunicatorState {
   std::weak_ptr<DataPlane> plane;
   int rank = 0;
   int size = 1;
-  std::shared_ptr<detail::Completion> ready;  // completed when every peer is up (or one failed)
+  std::shared_ptr<core::Completion> ready;  // completed when every peer is up (or one failed)
   int peers_up = 0;
   std::vector<connection_manager_actor> managers;
 };
@@ -91,13 +94,13 @@ connection_manager_actor::behavior_type connection_manager(
         self->send(self->state.parent, peer_up_atom::value, static_cast<int32_t>(self->state.peer));
       },
       [=](link_fail_atom, const std::string& why) {
-        HCOMM_LOG(warn, log::kNet, "cannot reach rank %d (%s): %s", self->state.peer,
+        HCOMM_LOG(warn, core::log::kNet, "cannot reach rank %d (%s): %s", self->state.peer,
                   self->state.endpoint.c_str(), why.c_str());
         self->send(self->state.parent, peer_fail_atom::value,
                    static_cast<int32_t>(self->state.peer), why);
       },
       [=](link_down_atom, const std::string& why) {
-        HCOMM_LOG(warn, log::kNet, "link to rank %d (%s) failed: %s", self->state.peer,
+        HCOMM_LOG(warn, core::log::kNet, "link to rank %d (%s) failed: %s", self->state.peer,
                   self->state.endpoint.c_str(), why.c_str());
         self->send(self->state.parent, link_down_atom::value,
                    static_cast<int32_t>(self->state.peer), why);
@@ -160,7 +163,7 @@ void carry_out(link_supervisor_actor::stateful_pointer<SupervisorState> self, in
     self->delayed_send(self, delay, timer_atom::value, static_cast<int32_t>(peer), t.token);
   }
   if (out.pinned) {
-    HCOMM_LOG(warn, log::kNet,
+    HCOMM_LOG(warn, core::log::kNet,
               "rank %d: too many failovers (HCOMM_FAILOVER_LIMIT): traffic stays on tcp-fallback "
               "and the primary is no longer reconnected",
               peer);
@@ -224,14 +227,14 @@ Expected<std::vector<OpenedProtocol>> open_protocols(const Config& cfg,
     if (!p.protocol)
       return Status{HCOMM_ERR_INTERNAL, "protocol " + entry.name + "'s factory made nothing"};
     if (auto* lp = dynamic_cast<transport::LinkProtocol*>(p.protocol.get()))
-      lp->attach(engine, cfg);
+      lp->attach(engine, cfg, qos::tos_of(cfg.qos));
     auto address = p.protocol->open(context);
     if (!address.ok()) {
       if (forced || entry.name == "tcp")
         return Status{address.status().code(), "HCOMM_TRANSPORT=" + cfg.transport + ": " +
                                                    entry.name + ": " + address.status().message()};
       if (entry.name == "rdma") *rdma_unavailable = address.status().message();
-      HCOMM_LOG(info, log::kNet, "protocol %s not used: %s", entry.name.c_str(),
+      HCOMM_LOG(info, core::log::kNet, "protocol %s not used: %s", entry.name.c_str(),
                 address.status().to_string().c_str());
       continue;
     }
@@ -250,7 +253,7 @@ Expected<std::vector<OpenedProtocol>> open_protocols(const Config& cfg,
 /// The communicator's keys in the rendezvous store, for LinkProtocol::prepare().
 class StoreRendezvous final : public transport::Rendezvous {
  public:
-  StoreRendezvous(boot::StoreClient& client, std::string prefix)
+  StoreRendezvous(bootstrap::StoreClient& client, std::string prefix)
       : client_(client), prefix_(std::move(prefix)) {}
   Status set(const std::string& key, const std::string& value) override {
     return client_.set(prefix_ + key, value);
@@ -262,7 +265,7 @@ class StoreRendezvous final : public transport::Rendezvous {
   }
 
  private:
-  boot::StoreClient& client_;
+  bootstrap::StoreClient& client_;
   std::string prefix_;
 };
 
@@ -306,9 +309,9 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
                     std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
   };
 
-  auto root = boot::parse_host_port(cfg.root_addr);
+  auto root = bootstrap::parse_host_port(cfg.root_addr);
   if (!root.ok()) return root.status();
-  auto local = boot::pick_local_address(cfg.socket_ifname, root->host);
+  auto local = bootstrap::pick_local_address(cfg.socket_ifname, root->host);
   if (!local.ok()) return local.status();
 
   auto runtime = Runtime::acquire(cfg);
@@ -316,7 +319,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     Status st = runtime->host_store(root->host, root->port);
     if (!st.ok()) return st;
   }
-  auto store = boot::StoreClient::connect(root->host, root->port, left());
+  auto store = bootstrap::StoreClient::connect(root->host, root->port, left());
   if (!store.ok()) return store.status();
   auto& client = *store.value();
 
@@ -335,7 +338,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   }
 
   // Every protocol this communicator may use is opened and publishes an address.
-  const topo::HostIdentity host = topo::this_host();
+  const topology::HostIdentity host = topology::this_host();
   ProtocolContext pctx;
   pctx.rank = cfg.rank;
   pctx.world_size = cfg.world_size;
@@ -355,14 +358,14 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   if (cfg.failover != "off" && cfg.world_size > 1) {
     std::string ip = local.value();
     if (!cfg.fallback_ifname.empty()) {
-      auto a = boot::pick_local_address(cfg.fallback_ifname, root->host);
+      auto a = bootstrap::pick_local_address(cfg.fallback_ifname, root->host);
       if (!a.ok())
         return Status{a.status().code(),
                       "HCOMM_FALLBACK_IFNAME=" + cfg.fallback_ifname + ": " + a.status().message()};
       ip = a.value();
     }
     fallback = std::make_unique<transport::tcp::TcpProtocol>();
-    fallback->attach(runtime->engine(), cfg);
+    fallback->attach(runtime->engine(), cfg, qos::tos_of(cfg.qos));
     ProtocolContext fctx = pctx;
     fctx.interface_ip = ip;
     auto address = fallback->open(fctx);
@@ -420,7 +423,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
         addresses[static_cast<size_t>(r)][line.substr(0, tab)] = line.substr(tab + 1);
     }
   }
-  HCOMM_LOG(info, log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
+  HCOMM_LOG(info, core::log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg.rank,
             cfg.world_size, places[static_cast<size_t>(cfg.rank)].endpoint.c_str(),
             cfg.root_addr.c_str());
 
@@ -463,7 +466,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     static std::once_flag said;
     if (tcp_across_hosts)
       std::call_once(said, [&] {
-        HCOMM_LOG(warn, log::kNet, "no RDMA, using TCP to other hosts: %s",
+        HCOMM_LOG(warn, core::log::kNet, "no RDMA, using TCP to other hosts: %s",
                   rdma_unavailable.c_str());
       });
   }
@@ -563,7 +566,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   cs.plane = plane;
   cs.rank = cfg.rank;
   cs.size = cfg.world_size;
-  cs.ready = std::make_shared<detail::Completion>();
+  cs.ready = std::make_shared<core::Completion>();
   auto ready = cs.ready;
   auto actor = runtime->system().spawn(communicator, std::move(cs), endpoints, deadline);
 
@@ -592,8 +595,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     Status q = control->set_qos(cfg.qos);
     if (!q.ok()) return q;
   }
-  HCOMM_LOG(info, log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer", cfg.rank,
-            cfg.world_size, cfg.sockets_per_peer);
+  HCOMM_LOG(info, core::log::kInit, "communicator ready: rank %d of %d, %d stream(s) per peer",
+            cfg.rank, cfg.world_size, cfg.sockets_per_peer);
   return control;
 }
 
@@ -619,16 +622,16 @@ CommunicatorControl::~CommunicatorControl() {
   gone.wait();
   // Only now: the send gate no longer stamps the slot (the plane's close removed the class).
   if (state_->qos_slot >= 0) {
-    qos::leave_controller(*state_->runtime, state_->uid);
+    leave_qos_controller(*state_->runtime, state_->uid);
     state_->board->release(state_->qos_slot);
   }
 }
 
-void CommunicatorControl::start(coll::OperationPtr op, coll::Schedule schedule,
+void CommunicatorControl::start(collectives::OperationPtr op, collectives::Schedule schedule,
                                 bool caller_drives) {
   auto plane = state_->plane;
   // Engine tasks are std::function, hence copyable: the move-only schedule travels by pointer.
-  auto steps = std::make_shared<coll::Schedule>(std::move(schedule));
+  auto steps = std::make_shared<collectives::Schedule>(std::move(schedule));
   auto task = [plane, op = std::move(op), steps]() mutable {
     plane->start(std::move(op), std::move(*steps));
   };
@@ -713,7 +716,7 @@ Status CommunicatorControl::set_qos(const QosClass& q) {
     std::string why, fallback_why;
     const double capacity = qos::link_capacity(s.cfg, s.local_ip, false, &why);
     const double fallback_capacity = qos::link_capacity(s.cfg, s.local_ip, true, &fallback_why);
-    HCOMM_LOG(info, log::kNet, "qos: %s on a %.2f Gbit/s link (%s)", q.to_string().c_str(),
+    HCOMM_LOG(info, core::log::kNet, "qos: %s on a %.2f Gbit/s link (%s)", q.to_string().c_str(),
               capacity * 8 / 1e9, why.c_str());
     // Paced at its cap until the controller's first division, a few milliseconds away.
     auto& rt = *s.runtime;
@@ -724,16 +727,16 @@ Status CommunicatorControl::set_qos(const QosClass& q) {
     // Traffic on a fallback link is divided with the fallback's capacity.
     auto listener = [board = s.board, slot = s.qos_slot, &rt](bool on_fallback) {
       board->set_on_fallback(slot, on_fallback);
-      qos::nudge_controller(rt);
+      nudge_qos_controller(rt);
     };
     rt.engine().post([plane = std::weak_ptr<DataPlane>(s.plane), listener] {
       if (auto live = plane.lock()) live->set_fallback_listener(listener);
     });
-    qos::join_controller(rt, uid, s.host_id, s.qos_slot, capacity, fallback_capacity);
+    join_qos_controller(rt, uid, s.host_id, s.qos_slot, capacity, fallback_capacity);
   } else {
     st = s.board->update(s.qos_slot, q);
     if (!st.ok()) return st;
-    qos::nudge_controller(*s.runtime);
+    nudge_qos_controller(*s.runtime);
   }
   s.qos = q;
   s.runtime->engine().post([plane = std::weak_ptr<DataPlane>(s.plane), tos = qos::tos_of(q)] {

@@ -36,7 +36,7 @@ class CommunicatorControl {
   /// Hands `op` and its schedule to the progress engine (a lock-free queue, no actor); its Work
   /// completes from there. `caller_drives`: the calling thread waits for it next, driving the
   /// engine itself, so the engine thread need not be woken.
-  void start(coll::OperationPtr op, coll::Schedule schedule, bool caller_drives);
+  void start(collectives::OperationPtr op, collectives::Schedule schedule, bool caller_drives);
   /// Runs the progress engine on the calling thread until `done()` or `until`.
   bool drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
   /// Ranks of this communicator on this host, this one included.

@@ -11,7 +11,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/rdma_device.hpp"
 
 namespace hcomm::actors {
@@ -86,7 +86,7 @@ void attach_mr_caches(Runtime& runtime) {
         Status st =
             device->mr_cache().register_explicit(reinterpret_cast<const void*>(addr), bytes);
         if (!st.ok())
-          HCOMM_LOG(warn, log::kNet, "%s: an earlier register_memory() does not apply: %s",
+          HCOMM_LOG(warn, core::log::kNet, "%s: an earlier register_memory() does not apply: %s",
                     device->name().c_str(), st.to_string().c_str());
       }
       return caf::actor_cast<caf::actor>(runtime.system().spawn(mr_cache, device));

@@ -5,8 +5,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 
-#include "actors/bootstrap/store_server.hpp"
-#include "log/log.hpp"
+#include "bootstrap/store_server.hpp"
+#include "core/log.hpp"
 #include "qos/send_gate.hpp"
 #include "transport/progress_engine.hpp"
 
@@ -63,7 +63,7 @@ Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) 
   system_ = holder_->system.get();
   engine_ = std::make_unique<transport::ProgressEngine>();
   gate_ = std::make_unique<qos::SendGate>(*engine_);
-  HCOMM_LOG(debug, log::kActor, "runtime up: %d actor thread(s), one progress engine",
+  HCOMM_LOG(debug, core::log::kActor, "runtime up: %d actor thread(s), one progress engine",
             cfg.actor_threads);
 }
 
@@ -84,11 +84,11 @@ Runtime::~Runtime() {
 
 Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
   std::lock_guard<std::mutex> lock(store_mutex_);
-  auto server = boot::StoreServer::start(host, 0);
+  auto server = bootstrap::StoreServer::start(host, 0);
   if (!server.ok()) return server.status();
   const uint16_t port = server.value()->port();
   extra_stores_.push_back(std::move(server.value()));
-  HCOMM_LOG(info, log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
+  HCOMM_LOG(info, core::log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
             static_cast<unsigned>(port));
   return port;
 }
@@ -99,10 +99,10 @@ Status Runtime::host_store(const std::string& host, uint16_t port) {
   // A shrunk communicator's root started its store already (host_extra_store()).
   for (const auto& s : extra_stores_)
     if (s->port() == port) return {};
-  auto server = boot::StoreServer::start(host, port);
+  auto server = bootstrap::StoreServer::start(host, port);
   if (!server.ok()) return server.status();
   store_ = std::move(server.value());
-  HCOMM_LOG(info, log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
+  HCOMM_LOG(info, core::log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
             static_cast<unsigned>(port));
   return {};
 }

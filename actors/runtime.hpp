@@ -19,7 +19,7 @@ class actor;
 class actor_system;
 }  // namespace caf
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 class StoreServer;
 }
 
@@ -66,8 +66,8 @@ class Runtime {
   caf::actor_system* system_ = nullptr;
   std::unique_ptr<transport::ProgressEngine> engine_;
   std::unique_ptr<qos::SendGate> gate_;  // destroyed after the engine (its tasks use it)
-  std::unique_ptr<boot::StoreServer> store_;
-  std::vector<std::unique_ptr<boot::StoreServer>> extra_stores_;
+  std::unique_ptr<bootstrap::StoreServer> store_;
+  std::vector<std::unique_ptr<bootstrap::StoreServer>> extra_stores_;
   std::mutex store_mutex_;
   uint64_t generation_ = 0;
   std::mutex actors_mutex_;

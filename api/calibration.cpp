@@ -13,9 +13,9 @@
 
 #include "api/communicator_impl.hpp"
 #include "collectives/reduce_kernels.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 
-namespace hcomm::detail {
+namespace hcomm::api {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -35,7 +35,7 @@ double seconds_to_us(Clock::duration d) {
 
 Status CommunicatorImpl::calibrate() {
   if (size() == 1 || !cfg_.calibrate) return {};
-  coll::LinkCost cost;
+  collectives::LinkCost cost;
   // alpha, beta (across hosts, or the one link kind), gamma, alpha and beta within rank 0's host
   // (0: no such link measured).
   std::vector<double> figures(5, 0.0);
@@ -46,7 +46,7 @@ Status CommunicatorImpl::calibrate() {
     if (slot < 0) slot = r;
   }
   int peer = -1;  // who this rank ping-pongs with now
-  auto transfer = [&](coll::OpKind kind, std::vector<std::byte>& buf) {
+  auto transfer = [&](collectives::OpKind kind, std::vector<std::byte>& buf) {
     return reserved_transfer(kind, buf.data(), buf.size(), peer, caller_spins())
         .wait(cfg_.op_timeout);
   };
@@ -60,8 +60,8 @@ Status CommunicatorImpl::calibrate() {
     for (int i = 0; i < warmup + rounds; ++i) {
       const auto t0 = Clock::now();
       const bool first = rank() == 0;
-      Status s = transfer(first ? coll::OpKind::send : coll::OpKind::recv, buf);
-      if (s.ok()) s = transfer(first ? coll::OpKind::recv : coll::OpKind::send, buf);
+      Status s = transfer(first ? collectives::OpKind::send : collectives::OpKind::recv, buf);
+      if (s.ok()) s = transfer(first ? collectives::OpKind::recv : collectives::OpKind::send, buf);
       if (!s.ok()) return s;
       if (i >= warmup) trips.push_back(seconds_to_us(Clock::now() - t0));
     }
@@ -88,13 +88,13 @@ Status CommunicatorImpl::calibrate() {
     std::vector<double> runs;
     for (int i = 0; i < 5; ++i) {
       const auto t0 = Clock::now();
-      coll::reduce_into(a.data(), b.data(), a.size(), DataType::float32, ReduceOp::sum);
+      collectives::reduce_into(a.data(), b.data(), a.size(), DataType::float32, ReduceOp::sum);
       runs.push_back(seconds_to_us(Clock::now() - t0));
     }
     figures[2] = std::max(1e-6, median(runs) / kLarge);
   }
-  auto op = std::make_shared<coll::Operation>();
-  op->kind = coll::OpKind::broadcast;
+  auto op = std::make_shared<collectives::Operation>();
+  op->kind = collectives::OpKind::broadcast;
   op->dtype = DataType::float64;
   op->count = figures.size();
   op->send = op->recv = reinterpret_cast<std::byte*>(figures.data());
@@ -104,16 +104,16 @@ Status CommunicatorImpl::calibrate() {
   cost.alpha_us = figures[0];
   cost.beta_us_per_byte = figures[1];
   cost.gamma_us_per_byte = figures[2];
-  std::optional<coll::LinkCost> local;
+  std::optional<collectives::LinkCost> local;
   if (figures[3] > 0) {
     local = cost;
     local->alpha_us = figures[3];
     local->beta_us_per_byte = figures[4];
   }
   make_selector(cost, local);
-  HCOMM_LOG(info, log::kInit, "link cost (measured): %s%s%s", cost.to_string().c_str(),
+  HCOMM_LOG(info, core::log::kInit, "link cost (measured): %s%s%s", cost.to_string().c_str(),
             local ? "; within a host: " : "", local ? local->to_string().c_str() : "");
   return {};
 }
 
-}  // namespace hcomm::detail
+}  // namespace hcomm::api

@@ -11,20 +11,20 @@
 
 #include "api/communicator_impl.hpp"
 #include "collectives/algorithms.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 #include "topology/ring_order.hpp"
 
 namespace hcomm {
-namespace detail {
+namespace api {
 
 /// Lets a waiting thread run the engine for its spin budget.
-class CommunicatorImpl::EngineDriver final : public ProgressDriver {
+class CommunicatorImpl::EngineDriver final : public core::ProgressDriver {
  public:
   EngineDriver(actors::CommunicatorControl& control, std::chrono::microseconds spin)
       : control_(control), spin_(spin) {}
   /// Whether a waiting thread drives at all (else it leaves progress to the engine thread).
   bool spins() const { return spin_.count() > 0; }
-  void drive(const Completion& c, std::chrono::steady_clock::time_point deadline) override {
+  void drive(const core::Completion& c, std::chrono::steady_clock::time_point deadline) override {
     if (!spins()) return;
     auto until = std::min(deadline, std::chrono::steady_clock::now() + spin_);
     control_.drive_until([&c] { return c.done(); }, until);
@@ -55,7 +55,7 @@ std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
 }  // namespace
 
 CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
-                                   coll::AlgorithmChoice forced, std::vector<int> ring_order)
+                                   collectives::AlgorithmChoice forced, std::vector<int> ring_order)
     : cfg_(std::move(cfg)),
       control_(std::move(control)),
       forced_(forced),
@@ -74,20 +74,20 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
   }
   if (host_index.size() <= 1) host_of_.clear();
   if (auto board = control_->take_slot_board()) {
-    slots_ = std::make_shared<coll::SlotCollectives>(std::move(*board), cfg_.rank,
-                                                     spin_budget(cfg_, control_->local_ranks()));
+    slots_ = std::make_shared<collectives::SlotCollectives>(
+        std::move(*board), cfg_.rank, spin_budget(cfg_, control_->local_ranks()));
     control_->add_poller(slots_.get());
   }
-  make_selector(coll::LinkCost{});
+  make_selector(collectives::LinkCost{});
 }
 
-void CommunicatorImpl::make_selector(const coll::LinkCost& cost,
-                                     std::optional<coll::LinkCost> local_cost) {
+void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
+                                     std::optional<collectives::LinkCost> local_cost) {
   std::map<int, int> ranks_per_host;
   for (int h : host_of_) ++ranks_per_host[h];
   int largest = 0;
   for (const auto& [host, ranks] : ranks_per_host) largest = std::max(largest, ranks);
-  selector_ = std::make_unique<coll::AlgorithmSelector>(
+  selector_ = std::make_unique<collectives::AlgorithmSelector>(
       cfg_.world_size, cost, forced_, cfg_.chunk_bytes,
       std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest, local_cost);
 }
@@ -99,22 +99,23 @@ CommunicatorImpl::~CommunicatorImpl() {
   control_.reset();
 }
 
-void CommunicatorImpl::log_choice(const coll::Operation& op,
-                                  const coll::AlgorithmSelector::Choice& c) const {
-  HCOMM_LOG(debug, log::kColl, "%s #%llu: %llu bytes, %s algorithm, chunk %zu, predicted %.1f us",
-            coll::op_kind_name(op.kind), static_cast<unsigned long long>(op.seq),
-            static_cast<unsigned long long>(op.agreed_bytes()), coll::algorithm_name(c.algo),
+void CommunicatorImpl::log_choice(const collectives::Operation& op,
+                                  const collectives::AlgorithmSelector::Choice& c) const {
+  HCOMM_LOG(debug, core::log::kColl,
+            "%s #%llu: %llu bytes, %s algorithm, chunk %zu, predicted %.1f us",
+            collectives::op_kind_name(op.kind), static_cast<unsigned long long>(op.seq),
+            static_cast<unsigned long long>(op.agreed_bytes()), collectives::algorithm_name(c.algo),
             c.chunk_bytes, c.predicted_us);
 }
 
-Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
+Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
   Work work(op->completion);
-  const bool collective = coll::is_collective(op->kind);
+  const bool collective = collectives::is_collective(op->kind);
   // A rejected point-to-point operation whose peer is unusable concerns nobody else.
   const bool local_only =
       !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
   if (!op->invalid.ok()) {
-    HCOMM_LOG(warn, log::kColl, "%s rejected: %s", coll::op_kind_name(op->kind),
+    HCOMM_LOG(warn, core::log::kColl, "%s rejected: %s", collectives::op_kind_name(op->kind),
               op->invalid.message().c_str());
     if (local_only) {
       op->completion->complete(op->invalid);
@@ -129,7 +130,7 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
     }
   }
   if (collective && uses_slots(*op)) {
-    coll::SlotCollectives::Finished finished;
+    collectives::SlotCollectives::Finished finished;
     {
       std::lock_guard<std::mutex> lock(submit_mutex_);
       // Numbered like every collective (every rank takes this path for this call).
@@ -137,7 +138,7 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
       op->completion->set_driver(slots_);
       slots_->start(std::move(op), cfg_.op_timeout, &finished);
     }
-    coll::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
+    collectives::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
     return work;
   }
   std::lock_guard<std::mutex> lock(submit_mutex_);
@@ -145,37 +146,38 @@ Work CommunicatorImpl::submit(coll::OperationPtr op, bool caller_waits) {
   if (collective) {
     op->seq = next_seq_++;
   } else {
-    auto& counters = op->kind == coll::OpKind::send ? sends_ : recvs_;
+    auto& counters = op->kind == collectives::OpKind::send ? sends_ : recvs_;
     op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
   }
-  coll::Schedule schedule;
+  collectives::Schedule schedule;
   if (op->invalid.ok()) {
     auto choice = selector_->choose(op->kind, op->agreed_bytes());
     op->algo = choice.algo;
     log_choice(*op, choice);
-    schedule = coll::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
-                                ring_order_.empty() ? nullptr : &ring_order_,
-                                host_of_.empty() ? nullptr : &host_of_});
+    schedule = collectives::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
+                                       ring_order_.empty() ? nullptr : &ring_order_,
+                                       host_of_.empty() ? nullptr : &host_of_});
   }
   control_->start(std::move(op), std::move(schedule), caller_waits);
   return work;
 }
 
-bool CommunicatorImpl::uses_slots(const coll::Operation& op) const {
+bool CommunicatorImpl::uses_slots(const collectives::Operation& op) const {
   // A forced algorithm (HCOMM_ALGO) is run as asked, even where the slot board would be faster.
-  return slots_ && forced_.forced(op.kind) == coll::Algorithm::automatic && slots_->handles(op);
+  return slots_ && forced_.forced(op.kind) == collectives::Algorithm::automatic &&
+         slots_->handles(op);
 }
 
 bool CommunicatorImpl::caller_spins() const {
   return driver_->spins();
 }
 
-Status CommunicatorImpl::run(coll::OperationPtr op) {
+Status CommunicatorImpl::run(collectives::OperationPtr op) {
   return submit(std::move(op), driver_->spins()).wait(cfg_.op_timeout);
 }
 
 Work CommunicatorImpl::combine(const std::vector<Work>& works) {
-  auto all = std::make_shared<Completion>();
+  auto all = std::make_shared<core::Completion>();
   all->set_driver(driver_);
   struct Tally {
     std::mutex mutex;
@@ -251,10 +253,10 @@ Status CommunicatorImpl::check_counts(const char* what, const char* role,
   return {};
 }
 
-std::shared_ptr<Completion> CommunicatorImpl::copy_to_self(
+std::shared_ptr<core::Completion> CommunicatorImpl::copy_to_self(
     const std::vector<const PointToPointOp*>& sends,
     const std::vector<const PointToPointOp*>& recvs) {
-  auto done = std::make_shared<Completion>();
+  auto done = std::make_shared<core::Completion>();
   // The k-th send to self with tag t meets the k-th receive from self with tag t.
   std::vector<bool> used(recvs.size(), false);
   Status result;
@@ -288,15 +290,15 @@ std::shared_ptr<Completion> CommunicatorImpl::copy_to_self(
   return done;
 }
 
-}  // namespace detail
+}  // namespace api
 
 namespace {
 
-using detail::CommunicatorImpl;
+using api::CommunicatorImpl;
 
-coll::OperationPtr make_op(coll::OpKind kind, const void* send, void* recv, size_t count,
-                           DataType dtype) {
-  auto op = std::make_shared<coll::Operation>();
+collectives::OperationPtr make_op(collectives::OpKind kind, const void* send, void* recv,
+                                  size_t count, DataType dtype) {
+  auto op = std::make_shared<collectives::Operation>();
   op->kind = kind;
   op->send = static_cast<const std::byte*>(send);
   op->recv = static_cast<std::byte*>(recv);
@@ -314,7 +316,7 @@ Status first_failure(std::initializer_list<Status> checks) {
 
 /// A rejected operation still travels (so peers learn of the failure), with fields every rank
 /// can put in a frame header.
-void sanitize_rejected(coll::Operation& op) {
+void sanitize_rejected(collectives::Operation& op) {
   if (op.invalid.ok()) return;
   if (!is_valid(op.dtype)) op.dtype = DataType::uint8;
   if (!is_valid(op.redop)) op.redop = ReduceOp::sum;
@@ -328,13 +330,13 @@ void sanitize_rejected(coll::Operation& op) {
 /// The topology-aware ring order, from every rank's host (from the rendezvous) and the
 /// topology file all ranks are given: the same on every rank.
 std::vector<int> ring_order_of(const actors::CommunicatorControl& control,
-                               const topo::TopologyFile* file) {
+                               const topology::TopologyFile* file) {
   std::vector<std::string> ids, names;
   for (const auto& p : control.places()) {
     ids.push_back(p.host_id);
     names.push_back(p.host_name);
   }
-  return topo::ring_order(ids, names, file);
+  return topology::ring_order(ids, names, file);
 }
 
 Status check_config(const Config& cfg) {
@@ -360,18 +362,18 @@ Status check_config(const Config& cfg) {
 Expected<std::unique_ptr<Communicator>> Communicator::create(const Config& cfg) {
   Status st = check_config(cfg);
   if (!st.ok()) return st;
-  auto forced = coll::AlgorithmChoice::parse(cfg.algo);
+  auto forced = collectives::AlgorithmChoice::parse(cfg.algo);
   if (!forced.ok()) return forced.status();
-  std::optional<topo::TopologyFile> topo_file;  // checked before anyone waits for this rank
+  std::optional<topology::TopologyFile> topo_file;  // checked before anyone waits for this rank
   if (!cfg.topo_file.empty()) {
-    auto file = topo::TopologyFile::load(cfg.topo_file);
+    auto file = topology::TopologyFile::load(cfg.topo_file);
     if (!file.ok()) return file.status();
     topo_file = std::move(file.value());
   }
-  log::set_rank(cfg.rank);
+  core::log::set_rank(cfg.rank);
   auto control = actors::CommunicatorControl::establish(cfg);
   if (!control.ok()) {
-    HCOMM_LOG(error, log::kInit, "%s", control.status().to_string().c_str());
+    HCOMM_LOG(error, core::log::kInit, "%s", control.status().to_string().c_str());
     return control.status();
   }
   auto order = ring_order_of(*control.value(), topo_file ? &*topo_file : nullptr);
@@ -402,13 +404,13 @@ const Config& Communicator::config() const {
 }
 
 std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes) const {
-  coll::OpKind kind;
-  if (!coll::parse_op_kind(op_name, kind)) return "";
-  coll::Operation probe;
+  collectives::OpKind kind;
+  if (!collectives::parse_op_kind(op_name, kind)) return "";
+  collectives::Operation probe;
   probe.kind = kind;
   probe.count = bytes;  // of uint8: bytes per rank, as handles() counts them
   if (impl_->uses_slots(probe)) return impl_->uses_staging(probe) ? "staged" : "slot";
-  return coll::algorithm_name(impl_->selector().choose(kind, bytes).algo);
+  return collectives::algorithm_name(impl_->selector().choose(kind, bytes).algo);
 }
 
 std::vector<RankInfo> Communicator::ranks() const {
@@ -464,9 +466,9 @@ void Communicator::abort(const std::string& reason) {
 
 namespace {
 
-coll::OperationPtr allreduce_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                                DataType dtype, ReduceOp op) {
-  auto o = make_op(coll::OpKind::allreduce, send, recv, count, dtype);
+collectives::OperationPtr allreduce_op(CommunicatorImpl& c, const void* send, void* recv,
+                                       size_t count, DataType dtype, ReduceOp op) {
+  auto o = make_op(collectives::OpKind::allreduce, send, recv, count, dtype);
   o->redop = op;
   o->invalid = first_failure({c.check_type("allreduce", dtype), c.check_op("allreduce", op),
                               c.check_buffer("allreduce", "send", send, count, dtype),
@@ -475,9 +477,9 @@ coll::OperationPtr allreduce_op(CommunicatorImpl& c, const void* send, void* rec
   return o;
 }
 
-coll::OperationPtr broadcast_op(CommunicatorImpl& c, void* buf, size_t count, DataType dtype,
-                                int root) {
-  auto o = make_op(coll::OpKind::broadcast, buf, buf, count, dtype);
+collectives::OperationPtr broadcast_op(CommunicatorImpl& c, void* buf, size_t count, DataType dtype,
+                                       int root) {
+  auto o = make_op(collectives::OpKind::broadcast, buf, buf, count, dtype);
   o->root = root;
   o->invalid =
       first_failure({c.check_rank("broadcast", "root", root), c.check_type("broadcast", dtype),
@@ -486,9 +488,9 @@ coll::OperationPtr broadcast_op(CommunicatorImpl& c, void* buf, size_t count, Da
   return o;
 }
 
-coll::OperationPtr reduce_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                             DataType dtype, ReduceOp op, int root) {
-  auto o = make_op(coll::OpKind::reduce, send, recv, count, dtype);
+collectives::OperationPtr reduce_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                                    DataType dtype, ReduceOp op, int root) {
+  auto o = make_op(collectives::OpKind::reduce, send, recv, count, dtype);
   o->redop = op;
   o->root = root;
   o->invalid = first_failure(
@@ -500,9 +502,9 @@ coll::OperationPtr reduce_op(CommunicatorImpl& c, const void* send, void* recv, 
   return o;
 }
 
-coll::OperationPtr allgather_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                                DataType dtype) {
-  auto o = make_op(coll::OpKind::allgather, send, recv, count, dtype);
+collectives::OperationPtr allgather_op(CommunicatorImpl& c, const void* send, void* recv,
+                                       size_t count, DataType dtype) {
+  auto o = make_op(collectives::OpKind::allgather, send, recv, count, dtype);
   o->invalid = first_failure({c.check_type("allgather", dtype),
                               c.check_buffer("allgather", "send", send, count, dtype),
                               c.check_buffer("allgather", "recv", recv, count, dtype)});
@@ -510,10 +512,10 @@ coll::OperationPtr allgather_op(CommunicatorImpl& c, const void* send, void* rec
   return o;
 }
 
-coll::OperationPtr allgatherv_op(CommunicatorImpl& c, const void* send, void* recv,
-                                 const std::vector<size_t>& counts,
-                                 const std::vector<size_t>& displs, DataType dtype) {
-  auto o = make_op(coll::OpKind::allgatherv, send, recv, 0, dtype);
+collectives::OperationPtr allgatherv_op(CommunicatorImpl& c, const void* send, void* recv,
+                                        const std::vector<size_t>& counts,
+                                        const std::vector<size_t>& displs, DataType dtype) {
+  auto o = make_op(collectives::OpKind::allgatherv, send, recv, 0, dtype);
   o->recv_counts = counts;
   o->recv_displs = displs;
   o->invalid = first_failure(
@@ -529,9 +531,9 @@ coll::OperationPtr allgatherv_op(CommunicatorImpl& c, const void* send, void* re
   return o;
 }
 
-coll::OperationPtr reduce_scatter_op(CommunicatorImpl& c, const void* send, void* recv,
-                                     size_t count, DataType dtype, ReduceOp op) {
-  auto o = make_op(coll::OpKind::reduce_scatter, send, recv, count, dtype);
+collectives::OperationPtr reduce_scatter_op(CommunicatorImpl& c, const void* send, void* recv,
+                                            size_t count, DataType dtype, ReduceOp op) {
+  auto o = make_op(collectives::OpKind::reduce_scatter, send, recv, count, dtype);
   o->redop = op;
   o->invalid =
       first_failure({c.check_type("reduce_scatter", dtype), c.check_op("reduce_scatter", op),
@@ -541,9 +543,9 @@ coll::OperationPtr reduce_scatter_op(CommunicatorImpl& c, const void* send, void
   return o;
 }
 
-coll::OperationPtr alltoall_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                               DataType dtype) {
-  auto o = make_op(coll::OpKind::alltoall, send, recv, count, dtype);
+collectives::OperationPtr alltoall_op(CommunicatorImpl& c, const void* send, void* recv,
+                                      size_t count, DataType dtype) {
+  auto o = make_op(collectives::OpKind::alltoall, send, recv, count, dtype);
   o->invalid = first_failure({c.check_type("alltoall", dtype),
                               c.check_buffer("alltoall", "send", send, count, dtype),
                               c.check_buffer("alltoall", "recv", recv, count, dtype)});
@@ -560,12 +562,12 @@ coll::OperationPtr alltoall_op(CommunicatorImpl& c, const void* send, void* recv
   return o;
 }
 
-coll::OperationPtr alltoallv_op(CommunicatorImpl& c, const void* send,
-                                const std::vector<size_t>& send_counts,
-                                const std::vector<size_t>& send_displs, void* recv,
-                                const std::vector<size_t>& recv_counts,
-                                const std::vector<size_t>& recv_displs, DataType dtype) {
-  auto o = make_op(coll::OpKind::alltoallv, send, recv, 0, dtype);
+collectives::OperationPtr alltoallv_op(CommunicatorImpl& c, const void* send,
+                                       const std::vector<size_t>& send_counts,
+                                       const std::vector<size_t>& send_displs, void* recv,
+                                       const std::vector<size_t>& recv_counts,
+                                       const std::vector<size_t>& recv_displs, DataType dtype) {
+  auto o = make_op(collectives::OpKind::alltoallv, send, recv, 0, dtype);
   o->send_counts = send_counts;
   o->send_displs = send_displs;
   o->recv_counts = recv_counts;
@@ -584,9 +586,9 @@ coll::OperationPtr alltoallv_op(CommunicatorImpl& c, const void* send,
   return o;
 }
 
-coll::OperationPtr gather_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                             DataType dtype, int root) {
-  auto o = make_op(coll::OpKind::gather, send, recv, count, dtype);
+collectives::OperationPtr gather_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
+                                    DataType dtype, int root) {
+  auto o = make_op(collectives::OpKind::gather, send, recv, count, dtype);
   o->root = root;
   o->invalid = first_failure(
       {c.check_rank("gather", "root", root), c.check_type("gather", dtype),
@@ -597,9 +599,9 @@ coll::OperationPtr gather_op(CommunicatorImpl& c, const void* send, void* recv, 
   return o;
 }
 
-coll::OperationPtr scatter_op(CommunicatorImpl& c, const void* send, void* recv, size_t count,
-                              DataType dtype, int root) {
-  auto o = make_op(coll::OpKind::scatter, send, recv, count, dtype);
+collectives::OperationPtr scatter_op(CommunicatorImpl& c, const void* send, void* recv,
+                                     size_t count, DataType dtype, int root) {
+  auto o = make_op(collectives::OpKind::scatter, send, recv, count, dtype);
   o->root = root;
   o->invalid = first_failure(
       {c.check_rank("scatter", "root", root), c.check_type("scatter", dtype),
@@ -610,9 +612,9 @@ coll::OperationPtr scatter_op(CommunicatorImpl& c, const void* send, void* recv,
   return o;
 }
 
-coll::OperationPtr p2p_op(CommunicatorImpl& c, coll::OpKind kind, void* buf, size_t count,
-                          DataType dtype, int peer, int tag) {
-  const bool is_send = kind == coll::OpKind::send;
+collectives::OperationPtr p2p_op(CommunicatorImpl& c, collectives::OpKind kind, void* buf,
+                                 size_t count, DataType dtype, int peer, int tag) {
+  const bool is_send = kind == collectives::OpKind::send;
   const char* what = is_send ? "send" : "recv";
   auto o = make_op(kind, is_send ? buf : nullptr, is_send ? nullptr : buf, count, dtype);
   o->peer = peer;
@@ -675,14 +677,14 @@ Work Communicator::scatter_async(const void* send, void* recv, size_t count, Dat
   return impl_->submit(scatter_op(*impl_, send, recv, count, dtype, root));
 }
 Work Communicator::barrier_async() {
-  return impl_->submit(make_op(coll::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
+  return impl_->submit(make_op(collectives::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
 }
 Work Communicator::send_async(const void* buf, size_t count, DataType dtype, int peer, int tag) {
   return impl_->submit(
-      p2p_op(*impl_, coll::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
+      p2p_op(*impl_, collectives::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
 }
 Work Communicator::recv_async(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->submit(p2p_op(*impl_, coll::OpKind::recv, buf, count, dtype, peer, tag));
+  return impl_->submit(p2p_op(*impl_, collectives::OpKind::recv, buf, count, dtype, peer, tag));
 }
 Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
   std::vector<Work> works;
@@ -693,7 +695,7 @@ Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
       (is_send ? self_sends : self_recvs).push_back(&p);
       continue;
     }
-    auto kind = is_send ? coll::OpKind::send : coll::OpKind::recv;
+    auto kind = is_send ? collectives::OpKind::send : collectives::OpKind::recv;
     works.push_back(impl_->submit(p2p_op(*impl_, kind, p.buf, p.count, p.dtype, p.peer, p.tag)));
   }
   works.push_back(Work(impl_->copy_to_self(self_sends, self_recvs)));
@@ -740,14 +742,14 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, DataTyp
   return impl_->run(scatter_op(*impl_, send, recv, count, dtype, root));
 }
 Status Communicator::barrier() {
-  return impl_->run(make_op(coll::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
+  return impl_->run(make_op(collectives::OpKind::barrier, nullptr, nullptr, 0, DataType::uint8));
 }
 Status Communicator::send(const void* buf, size_t count, DataType dtype, int peer, int tag) {
   return impl_->run(
-      p2p_op(*impl_, coll::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
+      p2p_op(*impl_, collectives::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
 }
 Status Communicator::recv(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->run(p2p_op(*impl_, coll::OpKind::recv, buf, count, dtype, peer, tag));
+  return impl_->run(p2p_op(*impl_, collectives::OpKind::recv, buf, count, dtype, peer, tag));
 }
 Status Communicator::batch(const std::vector<PointToPointOp>& ops) {
   return batch_async(ops).wait(config().op_timeout);

@@ -12,20 +12,20 @@
 #include <string>
 
 #include "actors/communicator_control.hpp"
-#include "api/completion.hpp"
 #include "collectives/algorithm_selector.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/slot_collectives.hpp"
+#include "core/completion.hpp"
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/work.hpp"
 
-namespace hcomm::detail {
+namespace hcomm::api {
 
 class CommunicatorImpl {
  public:
   CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
-                   coll::AlgorithmChoice forced, std::vector<int> ring_order);
+                   collectives::AlgorithmChoice forced, std::vector<int> ring_order);
   ~CommunicatorImpl();
 
   const Config& config() const { return cfg_; }
@@ -34,27 +34,27 @@ class CommunicatorImpl {
 
   /// Starts `op` (or fails it at once when it was rejected and concerns nobody else).
   /// `caller_waits`: the caller waits for it next and drives the progress engine meanwhile.
-  Work submit(coll::OperationPtr op, bool caller_waits = false);
+  Work submit(collectives::OperationPtr op, bool caller_waits = false);
   /// Whether `op` runs on the slot board (a one-host communicator's small collectives; the same
   /// answer on every rank for the same call).
-  bool uses_slots(const coll::Operation& op) const;
+  bool uses_slots(const collectives::Operation& op) const;
   /// uses_slots(), and through the slot board's staging areas (StagedAllreduce).
-  bool uses_staging(const coll::Operation& op) const {
+  bool uses_staging(const collectives::Operation& op) const {
     return uses_slots(op) && slots_->stages(op);
   }
   /// submit() and wait for config().op_timeout.
-  Status run(coll::OperationPtr op);
+  Status run(collectives::OperationPtr op);
   /// Whether a thread that waits for an operation drives progress itself (submit's
   /// `caller_waits` for it).
   bool caller_spins() const;
   /// The sends to self of a batch copied into its receives from self (matched by tag, in order);
   /// completed at once, with an error if one is left unmatched or the sizes differ.
-  std::shared_ptr<Completion> copy_to_self(const std::vector<const PointToPointOp*>& sends,
-                                           const std::vector<const PointToPointOp*>& recvs);
+  std::shared_ptr<core::Completion> copy_to_self(const std::vector<const PointToPointOp*>& sends,
+                                                 const std::vector<const PointToPointOp*>& recvs);
   /// A Work that completes when every one of `works` has; the first failure is its status.
   Work combine(const std::vector<Work>& works);
 
-  const coll::AlgorithmSelector& selector() const { return *selector_; }
+  const collectives::AlgorithmSelector& selector() const { return *selector_; }
   const actors::CommunicatorControl& control() const { return *control_; }
   actors::CommunicatorControl& control_mutable() { return *control_; }
   /// Ranks in ring order (topology-aware); empty when that is 0, 1, ..., size-1.
@@ -66,7 +66,7 @@ class CommunicatorImpl {
   /// A send or receive of `bytes` bytes with `peer` on hcomm's own tag (kReservedTag), for
   /// calibration and shrink(): user tags never meet it.
   /// `caller_waits` as for submit().
-  Work reserved_transfer(coll::OpKind kind, void* buf, size_t bytes, int peer,
+  Work reserved_transfer(collectives::OpKind kind, void* buf, size_t bytes, int peer,
                          bool caller_waits = false);
   static constexpr int kReservedTag = INT_MAX;
   /// Communicator::shrink().
@@ -83,20 +83,22 @@ class CommunicatorImpl {
 
  private:
   class EngineDriver;
-  void log_choice(const coll::Operation& op, const coll::AlgorithmSelector::Choice& c) const;
+  void log_choice(const collectives::Operation& op,
+                  const collectives::AlgorithmSelector::Choice& c) const;
   /// The cost model for `cost` (across hosts, or the one link kind), `local_cost` (within a
   /// host, when measured apart) and this communicator's host layout.
-  void make_selector(const coll::LinkCost& cost, std::optional<coll::LinkCost> local_cost = {});
+  void make_selector(const collectives::LinkCost& cost,
+                     std::optional<collectives::LinkCost> local_cost = {});
 
   Config cfg_;
   std::unique_ptr<actors::CommunicatorControl> control_;
-  coll::AlgorithmChoice forced_;
-  std::unique_ptr<coll::AlgorithmSelector> selector_;
+  collectives::AlgorithmChoice forced_;
+  std::unique_ptr<collectives::AlgorithmSelector> selector_;
   std::shared_ptr<EngineDriver> driver_;
   std::vector<int> ring_order_;  // empty: the identity
   std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
-  std::shared_ptr<coll::SlotCollectives> slots_;  // one-host communicators: small collectives
-                                                  // and larger allreduces
+  std::shared_ptr<collectives::SlotCollectives> slots_;  // one-host communicators: small
+                                                         // collectives and larger allreduces
   std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
   std::mutex abort_mutex_;
   Status aborted_;  // set by abort()
@@ -104,4 +106,4 @@ class CommunicatorImpl {
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
 };
 
-}  // namespace hcomm::detail
+}  // namespace hcomm::api

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "actors/bootstrap/launch_env.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "collectives/algorithm_choice.hpp"
 
 namespace hcomm {
@@ -81,7 +81,7 @@ Status apply_size(const char* name, uint64_t min, uint64_t max, const char* acce
 Status apply_int(const char* name, int64_t min, int64_t max, int* field) {
   std::string v = env(name);
   if (v.empty()) return Status();
-  auto r = boot::parse_env_int(name, v, min, max);
+  auto r = bootstrap::parse_env_int(name, v, min, max);
   if (!r) return r.status();
   *field = static_cast<int>(*r);
   return Status();
@@ -90,7 +90,7 @@ Status apply_int(const char* name, int64_t min, int64_t max, int* field) {
 Status apply_ms(const char* name, std::chrono::milliseconds* field) {
   std::string v = env(name);
   if (v.empty()) return Status();
-  auto r = boot::parse_env_int(name, v, 1, INT32_MAX);
+  auto r = bootstrap::parse_env_int(name, v, 1, INT32_MAX);
   if (!r) return Status(r.status().code(), r.status().message() + " milliseconds");
   *field = std::chrono::milliseconds(*r);
   return Status();
@@ -119,7 +119,7 @@ Status apply_transport(std::string* field) {
 Status apply_retry_cnt(int* field) {
   std::string v = env("HCOMM_RDMA_RETRY_CNT");
   if (v.empty()) return Status();
-  auto r = boot::parse_env_int("HCOMM_RDMA_RETRY_CNT", v, 0, 7);
+  auto r = bootstrap::parse_env_int("HCOMM_RDMA_RETRY_CNT", v, 0, 7);
   if (!r) return r.status();
   if (*r == 7)
     return invalid(
@@ -142,7 +142,7 @@ Status apply_rdma_buffers(std::string* field) {
 Status apply_pin_budget(size_t* field) {
   std::string v = env("HCOMM_RDMA_PIN_BUDGET_MB");
   if (v.empty()) return Status();
-  auto r = boot::parse_env_int("HCOMM_RDMA_PIN_BUDGET_MB", v, 1, 1 << 24);
+  auto r = bootstrap::parse_env_int("HCOMM_RDMA_PIN_BUDGET_MB", v, 1, 1 << 24);
   if (!r) return r.status();
   *field = static_cast<size_t>(*r) << 20;
   return Status();
@@ -158,7 +158,7 @@ Status apply_flag(const char* name, bool* field) {
 Status apply_algo(std::string* field) {
   std::string v = env("HCOMM_ALGO");
   if (v.empty()) return Status();
-  auto parsed = coll::AlgorithmChoice::parse(v);
+  auto parsed = collectives::AlgorithmChoice::parse(v);
   if (!parsed) return parsed.status();
   *field = v;
   return Status();
@@ -184,8 +184,8 @@ Status apply_failover_limit(int* limit, std::chrono::milliseconds* window) {
                    "seconds (1..86400), e.g. 5/30");
   };
   if (slash == std::string::npos) return bad();
-  auto r = boot::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(0, slash), 1, 1000);
-  auto t = boot::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(slash + 1), 1, 86400);
+  auto r = bootstrap::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(0, slash), 1, 1000);
+  auto t = bootstrap::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(slash + 1), 1, 86400);
   if (!r || !t) return bad();
   *limit = static_cast<int>(*r);
   *window = std::chrono::seconds(*t);
@@ -217,7 +217,7 @@ Status apply_real(const char* name, bool zero_ok, double max, const char* expect
 
 Expected<Config> Config::from_env() {
   Config c;
-  auto launch = boot::read_launch_env();
+  auto launch = bootstrap::read_launch_env();
   if (!launch) return launch.status();
   c.rank = launch->rank;
   c.world_size = launch->world_size;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "transport/futex.hpp"
+#include "core/futex.hpp"
 #include "transport/shm/shared_segment.hpp"
 
 namespace hcomm {
@@ -185,7 +185,7 @@ Status SharedMemoryChannel::write(const void* data, size_t bytes) {
   h.active.store(next, std::memory_order_release);
   h.seq.fetch_add(1, std::memory_order_acq_rel);  // even: stable
   h.notify.fetch_add(1, std::memory_order_release);
-  transport::futex_wake(&h.notify, INT_MAX, transport::FutexScope::shared);
+  core::futex_wake(&h.notify, INT_MAX, core::FutexScope::shared);
   return {};
 }
 
@@ -224,9 +224,8 @@ Expected<uint64_t> SharedMemoryChannel::read(std::vector<std::byte>& out, uint64
                                            "': no version newer than " +
                                            std::to_string(newer_than) + " within " +
                                            std::to_string(timeout.count()) + " ms"};
-    transport::futex_wait(&h.notify, seen,
-                          std::min<Clock::duration>(deadline - now, kLivenessCheck),
-                          transport::FutexScope::shared);
+    core::futex_wait(&h.notify, seen, std::min<Clock::duration>(deadline - now, kLivenessCheck),
+                     core::FutexScope::shared);
   }
 }
 
@@ -245,7 +244,7 @@ SharedMemoryChannel::~SharedMemoryChannel() {
   Header& h = state_->header();
   h.closed.store(1, std::memory_order_release);
   h.notify.fetch_add(1, std::memory_order_release);
-  transport::futex_wake(&h.notify, INT_MAX, transport::FutexScope::shared);
+  core::futex_wake(&h.notify, INT_MAX, core::FutexScope::shared);
   SharedSegment::unlink(segment_name(state_->name));
 }
 

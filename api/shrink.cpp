@@ -9,19 +9,19 @@
 #include <mutex>
 
 #include "api/communicator_impl.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm {
 
-namespace detail {
+namespace api {
 
-Work CommunicatorImpl::reserved_transfer(coll::OpKind kind, void* buf, size_t bytes, int peer,
-                                         bool caller_waits) {
-  auto op = std::make_shared<coll::Operation>();
+Work CommunicatorImpl::reserved_transfer(collectives::OpKind kind, void* buf, size_t bytes,
+                                         int peer, bool caller_waits) {
+  auto op = std::make_shared<collectives::Operation>();
   op->kind = kind;
   op->dtype = DataType::uint8;
   op->count = bytes;
-  if (kind == coll::OpKind::send)
+  if (kind == collectives::OpKind::send)
     op->send = static_cast<std::byte*>(buf);
   else
     op->recv = static_cast<std::byte*>(buf);
@@ -52,14 +52,14 @@ Expected<Config> CommunicatorImpl::shrunk_config() {
       auto& view = (*views)[static_cast<size_t>(p)];
       view.assign(static_cast<size_t>(n), 0);
       recvs[static_cast<size_t>(p)] =
-          reserved_transfer(coll::OpKind::recv, view.data(), static_cast<size_t>(n), p);
-      sends.push_back(reserved_transfer(coll::OpKind::send, mine->data(), mine->size(), p));
+          reserved_transfer(collectives::OpKind::recv, view.data(), static_cast<size_t>(n), p);
+      sends.push_back(reserved_transfer(collectives::OpKind::send, mine->data(), mine->size(), p));
     }
     for (int p = 0; p < n; ++p) {
       if (p == me || lost[static_cast<size_t>(p)]) continue;
       Status st = recvs[static_cast<size_t>(p)].wait(wait);
       if (!st.ok()) {
-        HCOMM_LOG(warn, log::kInit, "shrink: rank %d did not answer (%s): counted as lost", p,
+        HCOMM_LOG(warn, core::log::kInit, "shrink: rank %d did not answer (%s): counted as lost", p,
                   st.to_string().c_str());
         lost[static_cast<size_t>(p)] = 1;
         timed_out |= st.code() == HCOMM_ERR_TIMEOUT;
@@ -96,14 +96,15 @@ Expected<Config> CommunicatorImpl::shrunk_config() {
     std::vector<Work> sends;
     for (int p : survivors)
       if (p != me)
-        sends.push_back(reserved_transfer(coll::OpKind::send, address.data(), kAddressBytes, p));
+        sends.push_back(
+            reserved_transfer(collectives::OpKind::send, address.data(), kAddressBytes, p));
     for (auto& w : sends) {
       Status st = w.wait(wait);
       if (!st.ok()) return Status{st.code(), "shrink: " + st.message() + " (call shrink() again)"};
     }
   } else {
-    Status st =
-        reserved_transfer(coll::OpKind::recv, address.data(), kAddressBytes, root).wait(wait);
+    Status st = reserved_transfer(collectives::OpKind::recv, address.data(), kAddressBytes, root)
+                    .wait(wait);
     if (!st.ok())
       return Status{st.code(), "shrink: no address from rank " + std::to_string(root) +
                                    ", the lowest survivor: " + st.message() +
@@ -114,12 +115,13 @@ Expected<Config> CommunicatorImpl::shrunk_config() {
       static_cast<int>(std::find(survivors.begin(), survivors.end(), me) - survivors.begin());
   next.world_size = static_cast<int>(survivors.size());
   next.root_addr = std::string(address.data());
-  HCOMM_LOG(info, log::kInit, "shrink: %d of %d ranks survive; this rank becomes rank %d of %d",
-            next.world_size, n, next.rank, next.world_size);
+  HCOMM_LOG(info, core::log::kInit,
+            "shrink: %d of %d ranks survive; this rank becomes rank %d of %d", next.world_size, n,
+            next.rank, next.world_size);
   return next;
 }
 
-}  // namespace detail
+}  // namespace api
 
 Expected<std::unique_ptr<Communicator>> Communicator::shrink() {
   auto next = impl_->shrunk_config();

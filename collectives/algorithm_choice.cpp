@@ -4,7 +4,7 @@
 
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 std::string normalized(const std::string& s) {
@@ -75,4 +75,4 @@ Expected<AlgorithmChoice> AlgorithmChoice::parse(const std::string& text) {
   return choice;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

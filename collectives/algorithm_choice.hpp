@@ -12,7 +12,7 @@
 #include "collectives/operation.hpp"
 #include "hcomm/status.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 class AlgorithmChoice {
  public:
@@ -27,4 +27,4 @@ class AlgorithmChoice {
 /// "allreduce" → OpKind::allreduce (also "reducescatter", "all_gather"-style spellings).
 bool parse_op_kind(const std::string& name, OpKind& out);
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -6,7 +6,7 @@
 
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 // Chunks below this cost more in per-frame work than pipelining saves; above the upper bound a
@@ -257,4 +257,4 @@ AlgorithmSelector::Choice AlgorithmSelector::choose(OpKind kind, size_t bytes) c
   return best;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -15,7 +15,7 @@
 #include "collectives/algorithm_choice.hpp"
 #include "collectives/operation.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 /// Hockney parameters of one link kind, in microseconds.
 struct LinkCost {
@@ -59,4 +59,4 @@ class AlgorithmSelector {
   size_t chunk_override_;
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -12,7 +12,7 @@
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 struct PlanContext {
   int rank = 0;
@@ -163,4 +163,4 @@ Algorithm default_algorithm(OpKind kind);
 /// supported.
 Schedule plan(const Operation& op, const PlanContext& ctx);
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -4,7 +4,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void BinomialBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t total = op.count * dtype_size(op.dtype);
@@ -13,4 +13,4 @@ void BinomialBroadcast::build(const Operation& op, const PlanContext& ctx, Sched
   broadcast_range(s, op, ctx, binomial_links(ctx.rank, op.root, ctx.size), 0, 0, total);
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

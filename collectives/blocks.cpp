@@ -1,6 +1,6 @@
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 Block block_of(const Operation& op, int i, const std::vector<size_t>& counts,
@@ -43,4 +43,4 @@ void recv_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, ui
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

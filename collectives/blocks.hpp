@@ -9,7 +9,7 @@
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 /// A byte range within one of the operation's buffers.
 struct Block {
@@ -36,4 +36,4 @@ void recv_chunks(Schedule& s, const PlanContext& ctx, size_t esize, int peer, ui
                  std::byte* data, size_t bytes, uint64_t offset,
                  Schedule::Id after = Schedule::kNone);
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

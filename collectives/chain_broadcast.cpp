@@ -6,7 +6,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void ChainBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t total = op.count * dtype_size(op.dtype);
@@ -15,4 +15,4 @@ void ChainBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule
   broadcast_range(s, op, ctx, chain_links(ctx, op.root, +1), 0, 0, total);
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -5,7 +5,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void ChainReduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t total = op.count * dtype_size(op.dtype);
@@ -17,4 +17,4 @@ void ChainReduce::build(const Operation& op, const PlanContext& ctx, Schedule& s
   reduce_range(s, op, ctx, links, 0, 0, total, partial);
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -4,7 +4,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void DirectAllgather::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -20,4 +20,4 @@ void DirectAllgather::build(const Operation& op, const PlanContext& ctx, Schedul
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

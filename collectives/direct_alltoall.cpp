@@ -7,7 +7,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void DirectAlltoall::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -35,4 +35,4 @@ void DirectAlltoall::build(const Operation& op, const PlanContext& ctx, Schedule
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -5,7 +5,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void DirectReduceScatter::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -37,4 +37,4 @@ void DirectReduceScatter::build(const Operation& op, const PlanContext& ctx, Sch
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -4,7 +4,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void DirectScatter::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype), block = op.count * esize;
@@ -22,4 +22,4 @@ void DirectScatter::build(const Operation& op, const PlanContext& ctx, Schedule&
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -2,7 +2,7 @@
 // ceil(log2 n) rounds each rank has heard, directly or not, from every other.
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void DisseminationBarrier::build(const Operation&, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -15,4 +15,4 @@ void DisseminationBarrier::build(const Operation&, const PlanContext& ctx, Sched
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -1,6 +1,6 @@
 #include "collectives/half_float.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 uint16_t float_to_half(float f) {
   uint32_t u;
@@ -56,4 +56,4 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -7,7 +7,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/power_of_two_fold.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void HalvingDoublingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype);
@@ -97,4 +97,4 @@ void HalvingDoublingAllreduce::build(const Operation& op, const PlanContext& ctx
   if (fold.partner >= 0) send_units(fold.partner, back_tag, all);
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -16,7 +16,7 @@
 #include "collectives/host_layout.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 // Phase p's step tags start at p * kPhaseTags, plus the block's rank in phases 2 and 3.
@@ -150,4 +150,4 @@ void HierarchicalAllgather::build(const Operation& op, const PlanContext& ctx, S
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -10,7 +10,7 @@
 
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 // Phase p's step tags start at p * kPhaseTags, above any builder's own tags: phases 1 and 3 both
@@ -76,4 +76,4 @@ void HierarchicalAllreduce::build(const Operation& op, const PlanContext& ctx, S
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

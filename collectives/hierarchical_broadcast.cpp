@@ -10,7 +10,7 @@
 #include "collectives/host_layout.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void HierarchicalBroadcast::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t total = op.count * dtype_size(op.dtype);
@@ -45,4 +45,4 @@ void HierarchicalBroadcast::build(const Operation& op, const PlanContext& ctx, S
   broadcast_range(s, op, ctx, links, 0, 0, total);
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -9,7 +9,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 struct HostLayout {
   /// ranks[h]: host h's ranks, ascending; hosts in order of their lowest rank.
@@ -47,4 +47,4 @@ inline TreeLinks to_real(TreeLinks t, const std::vector<int>& real) {
   return t;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "api/completion.hpp"
+#include "core/completion.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 enum class OpKind : uint8_t {
   allreduce = 1,
@@ -78,7 +78,7 @@ struct Operation {
   /// Non-OK: the arguments were rejected; the operation fails at once, and a collective tells the
   /// other ranks so that their matching operation fails too instead of waiting.
   Status invalid;
-  std::shared_ptr<detail::Completion> completion = std::make_shared<detail::Completion>();
+  std::shared_ptr<core::Completion> completion = std::make_shared<core::Completion>();
 
   /// Bytes of the application's send and receive buffers on a communicator of `world_size`
   /// ranks (0 where this rank does not use one), so links can register them whole.
@@ -127,4 +127,4 @@ struct Operation {
 
 using OperationPtr = std::shared_ptr<Operation>;
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

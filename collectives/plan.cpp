@@ -5,7 +5,7 @@
 
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 using Builder = void (*)(const Operation&, const PlanContext&, Schedule&);
@@ -206,4 +206,4 @@ const char* op_kind_name(OpKind kind) {
   return "unknown";
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

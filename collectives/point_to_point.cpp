@@ -3,7 +3,7 @@
 // receiver is detected rather than waited out.
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void PointToPoint::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype);
@@ -17,4 +17,4 @@ void PointToPoint::build(const Operation& op, const PlanContext& ctx, Schedule& 
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

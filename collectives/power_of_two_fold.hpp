@@ -4,7 +4,7 @@
 // out until it gets the result back; the p remaining ranks take ids 0..p-1.
 #pragma once
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 struct PowerOfTwoFold {
   PowerOfTwoFold(int rank, int n) {
@@ -30,4 +30,4 @@ struct PowerOfTwoFold {
   int partner = -1;  ///< the rank it folds with; -1 for none
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -7,7 +7,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/power_of_two_fold.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void RecursiveDoublingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype), total = op.count * esize;
@@ -61,4 +61,4 @@ void RecursiveDoublingAllreduce::build(const Operation& op, const PlanContext& c
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -14,7 +14,7 @@
 // references because a by-value __m256 parameter in a function compiled without AVX changes the
 // ABI; everything here is inlined into its loop anyway.
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 // ---- Codecs -------------------------------------------------------------------------------------
@@ -400,4 +400,4 @@ void finalize_average_portable(void* buf, size_t count, DataType dtype, int nran
 }
 
 }  // namespace internal
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

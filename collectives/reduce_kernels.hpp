@@ -24,7 +24,7 @@
 
 #include "hcomm/types.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 /// dst[i] = dst[i] (op) src[i] for i < count. avg reduces as sum (see finalize_average).
 void reduce_into(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
@@ -49,4 +49,4 @@ void reduce_portable(void* out, const void* a, const void* b, size_t count, Data
 void finalize_average_portable(void* buf, size_t count, DataType dtype, int nranks);
 
 }  // namespace internal
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -9,7 +9,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -43,4 +43,4 @@ void RingAllgather::build(const Operation& op, const PlanContext& ctx, Schedule&
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -9,7 +9,7 @@
 
 #include "collectives/algorithms.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   // Segments are numbered by position in the ring order, not by rank.
@@ -88,4 +88,4 @@ void RingAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -10,7 +10,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/blocks.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const int n = ctx.size, r = ctx.rank;
@@ -52,4 +52,4 @@ void RingReduceScatter::build(const Operation& op, const PlanContext& ctx, Sched
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

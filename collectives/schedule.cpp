@@ -3,7 +3,7 @@
 // appends the result here with real ranks, distinct tags and the phases ordered by join steps.
 #include "collectives/schedule.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 Schedule::Id Schedule::append(Schedule&& sub, const std::vector<int>& peer_of_virtual_rank,
                               uint32_t tag_offset, Id after) {
@@ -29,4 +29,4 @@ Schedule::Id Schedule::append(Schedule&& sub, const std::vector<int>& peer_of_vi
   return done;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 struct Step {
   enum class Kind : uint8_t {
@@ -87,4 +87,4 @@ class Schedule {
   std::vector<std::unique_ptr<std::byte[]>> scratch_;
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -4,9 +4,9 @@
 #include <tuple>
 
 #include "collectives/reduce_kernels.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 struct ScheduleExecutor::SendIo final : transport::SendRequest {
   ScheduleExecutor* exec = nullptr;
@@ -115,7 +115,7 @@ void ScheduleExecutor::drain() {
 
 void ScheduleExecutor::execute(Run& run, uint32_t i) {
   Step& st = run.schedule.steps()[i];
-  HCOMM_LOG(trace, log::kColl, "%s step %u: kind %d peer %d tag %u/%u, %zu bytes",
+  HCOMM_LOG(trace, core::log::kColl, "%s step %u: kind %d peer %d tag %u/%u, %zu bytes",
             op_label(*run.op).c_str(), i, static_cast<int>(st.kind), st.peer, st.tag_step,
             st.tag_chunk, st.bytes);
   switch (st.kind) {
@@ -256,7 +256,7 @@ void ScheduleExecutor::fail(Run& run, const Status& status, bool tell) {
   if (run.failed) return;
   run.failed = true;
   run.failure = status;
-  HCOMM_LOG(warn, log::kColl, "%s failed: %s", op_label(*run.op).c_str(),
+  HCOMM_LOG(warn, core::log::kColl, "%s failed: %s", op_label(*run.op).c_str(),
             status.to_string().c_str());
   for (auto& [peer, io] : run.posted) {
     if (io != nullptr && links_[static_cast<size_t>(peer)]->cancel_recv(io)) --run.in_flight;
@@ -318,11 +318,11 @@ void ScheduleExecutor::on_remote_abort(int peer, uint32_t comm_id, uint64_t op_s
                                        const std::string& reason) {
   if (comm_id != comm_id_) return;
   if (op_seq == kAbortAll) {
-    HCOMM_LOG(warn, log::kColl, "rank %d aborted the communicator: %s", peer, reason.c_str());
+    HCOMM_LOG(warn, core::log::kColl, "rank %d aborted the communicator: %s", peer, reason.c_str());
     return abort_all({HCOMM_ERR_ABORTED,
                       "rank " + std::to_string(peer) + " aborted the communicator: " + reason});
   }
-  HCOMM_LOG(info, log::kColl, "rank %d aborted operation %llu: %s", peer,
+  HCOMM_LOG(info, core::log::kColl, "rank %d aborted operation %llu: %s", peer,
             static_cast<unsigned long long>(op_seq), reason.c_str());
   Run* run = find(peer, op_seq);
   if (run == nullptr) {
@@ -384,4 +384,4 @@ void ScheduleExecutor::fail_all(const Status& status) {
   finished_.clear();
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

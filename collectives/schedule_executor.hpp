@@ -21,7 +21,7 @@
 #include "collectives/schedule.hpp"
 #include "transport/link.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 class ScheduleExecutor final : public transport::LinkObserver {
  public:
@@ -85,4 +85,4 @@ class ScheduleExecutor final : public transport::LinkObserver {
   std::atomic<int>* activity_ = nullptr;
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

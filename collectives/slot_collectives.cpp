@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "collectives/reduce_kernels.hpp"
-#include "transport/futex.hpp"
+#include "core/futex.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 using transport::shm::SlotBoard;
@@ -68,9 +68,9 @@ SlotCollectives::~SlotCollectives() {
   // instead of waiting for their deadline.
   auto& mine = board_.progress(rank_);
   mine.closed.store(1);
-  transport::futex_wake(&mine.done, INT_MAX, transport::FutexScope::shared);
+  core::futex_wake(&mine.done, INT_MAX, core::FutexScope::shared);
   for (uint32_t d = 0; d < SlotBoard::kDepth; ++d)
-    transport::futex_wake(&board_.slot(rank_, d).seq, INT_MAX, transport::FutexScope::shared);
+    core::futex_wake(&board_.slot(rank_, d).seq, INT_MAX, core::FutexScope::shared);
   Finished finished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -169,8 +169,7 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
     std::memcpy(board_.slot_data(rank_, p.seq), src, mine.bytes);
   }
   mine.seq.store(static_cast<uint32_t>(p.seq));  // seq_cst: ordered before the waiters check
-  if (mine.waiters.load() != 0)
-    transport::futex_wake(&mine.seq, INT_MAX, transport::FutexScope::shared);
+  if (mine.waiters.load() != 0) core::futex_wake(&mine.seq, INT_MAX, core::FutexScope::shared);
   p.published = true;
   return true;
 }
@@ -223,8 +222,7 @@ bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
   // Done reading: the others may reuse their slots of this operation kDepth operations on.
   auto& done = board_.progress(rank_);
   done.done.store(static_cast<uint32_t>(p.seq));
-  if (done.waiters.load() != 0)
-    transport::futex_wake(&done.done, INT_MAX, transport::FutexScope::shared);
+  if (done.waiters.load() != 0) core::futex_wake(&done.done, INT_MAX, core::FutexScope::shared);
   finished->emplace_back(std::move(p.op), std::move(status));
   return true;
 }
@@ -257,7 +255,7 @@ Status SlotCollectives::check_stuck(Pending& p, const Blocker& b) {
   return {};
 }
 
-void SlotCollectives::drive(const detail::Completion& c, Clock::time_point deadline) {
+void SlotCollectives::drive(const core::Completion& c, Clock::time_point deadline) {
   drivers_.fetch_add(1);
   struct Leave {
     std::atomic<int>& drivers;
@@ -295,8 +293,8 @@ void SlotCollectives::drive(const detail::Completion& c, Clock::time_point deadl
     // deadlines and dead peers are still noticed.
     b.waiters->fetch_add(1);
     if (b.word->load() == b.seen)
-      transport::futex_wait(b.word, b.seen, std::min<Clock::duration>(deadline - now, kMaxSleep),
-                            transport::FutexScope::shared);
+      core::futex_wait(b.word, b.seen, std::min<Clock::duration>(deadline - now, kMaxSleep),
+                       core::FutexScope::shared);
     b.waiters->fetch_sub(1);
   }
 }
@@ -395,4 +393,4 @@ void SlotCollectives::compute(const Operation& op, uint64_t seq) const {
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -25,16 +25,16 @@
 #include <utility>
 #include <vector>
 
-#include "api/completion.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/staged_allreduce.hpp"
+#include "core/completion.hpp"
 #include "hcomm/status.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/shm/slot_board.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
-class SlotCollectives final : public detail::ProgressDriver, public transport::Poller {
+class SlotCollectives final : public core::ProgressDriver, public transport::Poller {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -55,8 +55,8 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   void start(OperationPtr op, std::chrono::milliseconds timeout, Finished* finished);
   static void complete(Finished& finished);
 
-  // detail::ProgressDriver: progresses until `c` is done or `deadline`.
-  void drive(const detail::Completion& c, Clock::time_point deadline) override;
+  // core::ProgressDriver: progresses until `c` is done or `deadline`.
+  void drive(const core::Completion& c, Clock::time_point deadline) override;
   // transport::Poller (engine thread): operations nobody waits on.
   bool poll() override;
   bool prepare_sleep() override { return true; }
@@ -103,4 +103,4 @@ class SlotCollectives final : public detail::ProgressDriver, public transport::P
   unsigned stuck_checks_ = 0;
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

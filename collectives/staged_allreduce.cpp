@@ -5,11 +5,11 @@
 #include <string>
 
 #include "collectives/reduce_kernels.hpp"
-#include "transport/futex.hpp"
+#include "core/futex.hpp"
 #include "transport/shm/cell_copy.hpp"
 #include "transport/shm/link_segment.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 using transport::shm::BoardWait;
@@ -112,8 +112,7 @@ void StagedAllreduce::publish(std::atomic<uint64_t>& flag, uint64_t value) {
   StageFlags& mine = board_.stage_flags(rank_);
   flag.store(value, std::memory_order_release);
   mine.bell.fetch_add(1);  // seq_cst: ordered before the waiters check
-  if (mine.waiters.load() != 0)
-    transport::futex_wake(&mine.bell, INT_MAX, transport::FutexScope::shared);
+  if (mine.waiters.load() != 0) core::futex_wake(&mine.bell, INT_MAX, core::FutexScope::shared);
 }
 
 void StagedAllreduce::stage(std::byte* dst, const std::byte* src, size_t bytes) {
@@ -239,4 +238,4 @@ void StagedAllreduce::abandon(uint64_t seq) {
   if (op_ != nullptr && seq_ == seq) op_ = nullptr;
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -32,7 +32,7 @@
 #include "transport/shm/cell_writer.hpp"
 #include "transport/shm/slot_board.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 /// Where step `step` of an operation lies in a staging ring of `ring_bytes`, its steps of
 /// `step_bytes` beginning at `base`: one after another, except that a step that would cross the
@@ -117,4 +117,4 @@ class StagedAllreduce {
   bool contribute_first_ = false;
 };
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -1,6 +1,6 @@
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 namespace {
 
 int mod(int x, int n) {
@@ -133,4 +133,4 @@ void broadcast_range(Schedule& s, const Operation& op, const PlanContext& ctx,
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

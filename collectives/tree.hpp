@@ -11,7 +11,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/schedule.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 /// One rank's neighbours in a tree: parent -1 at the root.
 struct TreeLinks {
@@ -55,4 +55,4 @@ void reduce_range(Schedule& s, const Operation& op, const PlanContext& ctx, cons
 void broadcast_range(Schedule& s, const Operation& op, const PlanContext& ctx,
                      const TreeLinks& links, uint32_t tag, size_t begin, size_t bytes);
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

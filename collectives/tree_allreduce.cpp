@@ -6,7 +6,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void TreeAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype);
@@ -33,4 +33,4 @@ void TreeAllreduce::build(const Operation& op, const PlanContext& ctx, Schedule&
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

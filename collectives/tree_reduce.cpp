@@ -5,7 +5,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/tree.hpp"
 
-namespace hcomm::coll {
+namespace hcomm::collectives {
 
 void TreeReduce::build(const Operation& op, const PlanContext& ctx, Schedule& s) {
   const size_t esize = dtype_size(op.dtype), total = op.count * esize;
@@ -19,4 +19,4 @@ void TreeReduce::build(const Operation& op, const PlanContext& ctx, Schedule& s)
   }
 }
 
-}  // namespace hcomm::coll
+}  // namespace hcomm::collectives

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::failover {
 namespace {
@@ -292,7 +292,7 @@ void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
   // it counts only once the peer's frames arrive on it (see heard()).
   s.proven = !s.redialed;
   if (s.proven) {
-    HCOMM_LOG(info, log::kNet, "rank %d: %s link up: %s", peer(), slot_name(slot).c_str(),
+    HCOMM_LOG(info, core::log::kNet, "rank %d: %s link up: %s", peer(), slot_name(slot).c_str(),
               s.link->describe().c_str());
     report(ChannelEvent::Kind::up, slot, kNoSlot, "");
   }
@@ -419,7 +419,8 @@ void ReliableLink::fail_slot(int slot, const std::string& reason) {
   if (was_active && slots_[static_cast<size_t>(other)].state == SlotState::up) {
     // Moving back to the primary because the fallback closed is the usual end of the peer's
     // fail-back, not news to warn about.
-    HCOMM_LOG_AT(other == kFallback ? log::Level::warn : log::Level::info, log::kNet,
+    HCOMM_LOG_AT(other == kFallback ? core::log::Level::warn : core::log::Level::info,
+                 core::log::kNet,
                  "%s: rank %d: %s -> %s: %s (%lld ms after its last sign of life on it)",
                  other == kFallback ? "failover" : "failback", peer(), slot_name(slot).c_str(),
                  slot_name(other).c_str(), reason.c_str(), static_cast<long long>(silent.count()));
@@ -429,8 +430,9 @@ void ReliableLink::fail_slot(int slot, const std::string& reason) {
     activate(other, reason, /*followed=*/true);  // logged and recorded above
     return;
   }
-  HCOMM_LOG(warn, log::kNet, "rank %d: %s link down: %s: %s%s", peer(), slot_name(slot).c_str(),
-            what.c_str(), reason.c_str(), was_active ? " (no other link up: operations wait)" : "");
+  HCOMM_LOG(warn, core::log::kNet, "rank %d: %s link down: %s: %s%s", peer(),
+            slot_name(slot).c_str(), what.c_str(), reason.c_str(),
+            was_active ? " (no other link up: operations wait)" : "");
   record(LinkEvent::Kind::link_down, slot, kNoSlot, reason, static_cast<double>(silent.count()));
   report(ChannelEvent::Kind::down, slot, kNoSlot, reason);
   if (was_active) report(ChannelEvent::Kind::switched, kNoSlot, slot, reason);
@@ -452,10 +454,10 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   if (!quiet && before != kNoSlot && before != slot) {
     const bool back = slot == kPrimary;
     if (back)
-      HCOMM_LOG(info, log::kNet, "failback: rank %d: %s -> %s: %s", peer(),
+      HCOMM_LOG(info, core::log::kNet, "failback: rank %d: %s -> %s: %s", peer(),
                 slot_name(before).c_str(), slot_name(slot).c_str(), reason.c_str());
     else
-      HCOMM_LOG(warn, log::kNet, "failover: rank %d: %s -> %s: %s", peer(),
+      HCOMM_LOG(warn, core::log::kNet, "failover: rank %d: %s -> %s: %s", peer(),
                 slot_name(before).c_str(), slot_name(slot).c_str(), reason.c_str());
     record(back ? LinkEvent::Kind::failback : LinkEvent::Kind::failover, before, slot, reason);
   }
@@ -580,15 +582,15 @@ void ReliableLink::redial(int slot) {
     }
     start_link(slot, "", /*redial=*/true, 0);
   }
-  HCOMM_LOG(info, log::kNet, "rank %d: reconnecting %s", peer(), slot_name(slot).c_str());
+  HCOMM_LOG(info, core::log::kNet, "rank %d: reconnecting %s", peer(), slot_name(slot).c_str());
   record(LinkEvent::Kind::reconnect_attempt, slot, kNoSlot, "");
 }
 
 void ReliableLink::fail_attempt(int slot, uint64_t epoch, const std::string& reason) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.epoch != epoch || s.state != SlotState::connecting) return;
-  HCOMM_LOG(info, log::kNet, "rank %d: reconnecting %s failed: %s", peer(), slot_name(slot).c_str(),
-            reason.c_str());
+  HCOMM_LOG(info, core::log::kNet, "rank %d: reconnecting %s failed: %s", peer(),
+            slot_name(slot).c_str(), reason.c_str());
   retire(slot);
   report(ChannelEvent::Kind::redial_failed, slot, kNoSlot, reason);
 }
@@ -607,7 +609,7 @@ void ReliableLink::declare_lost(const std::string& reason) {
                       ") is lost: " + reason +
                       ". The process exited, crashed or cannot be reached; every operation "
                       "involving it fails: shrink() the communicator to go on without it"};
-  HCOMM_LOG(warn, log::kNet, "%s", error_.message().c_str());
+  HCOMM_LOG(warn, core::log::kNet, "%s", error_.message().c_str());
   record(LinkEvent::Kind::peer_lost, last_active_, kNoSlot, reason,
          static_cast<double>(silent.count()));
   for (int s = 0; s < 2; ++s) retire(s);
@@ -693,7 +695,7 @@ void ReliableLink::heard(int slot) {
   s.detector.heard(last_life_);
   if (s.proven || s.state != SlotState::up || ++s.heard_since_up < kProofFrames) return;
   s.proven = true;
-  HCOMM_LOG(info, log::kNet, "rank %d: %s link up again: %s", peer(), slot_name(slot).c_str(),
+  HCOMM_LOG(info, core::log::kNet, "rank %d: %s link up again: %s", peer(), slot_name(slot).c_str(),
             s.link->describe().c_str());
   record(LinkEvent::Kind::reconnected, slot, kNoSlot, s.link->describe());
   report(ChannelEvent::Kind::up, slot, kNoSlot, "");
@@ -760,13 +762,13 @@ void ReliableLink::on_channel(int slot, const FrameHeader& h, const std::string&
         s.tap = std::make_unique<Tap>(*this, target);
         auto o = spec.protocol->offer(context_for(target));
         if (!o.ok()) {
-          HCOMM_LOG(warn, log::kNet, "rank %d: cannot offer %s: %s", peer(), spec.name.c_str(),
-                    o.status().to_string().c_str());
+          HCOMM_LOG(warn, core::log::kNet, "rank %d: cannot offer %s: %s", peer(),
+                    spec.name.c_str(), o.status().to_string().c_str());
           break;
         }
         offer = o.value();
       }
-      HCOMM_LOG(info, log::kNet, "rank %d: reconnecting %s (asked by the peer)", peer(),
+      HCOMM_LOG(info, core::log::kNet, "rank %d: reconnecting %s (asked by the peer)", peer(),
                 spec.name.c_str());
       record(LinkEvent::Kind::reconnect_attempt, target, kNoSlot, "asked by the peer");
       start_link(target, payload, /*redial=*/true, static_cast<uint32_t>(h.op_seq));

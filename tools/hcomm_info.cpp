@@ -16,9 +16,9 @@
 namespace {
 
 void print_machine() {
-  const auto host = hcomm::topo::this_host();
+  const auto host = hcomm::topology::this_host();
   std::printf("host %s (id %s)\n", host.name.c_str(), host.id.c_str());
-  auto machine = hcomm::topo::MachineTopology::detect();
+  auto machine = hcomm::topology::MachineTopology::detect();
   if (!machine.ok()) {
     std::printf("machine: %s\n", machine.status().to_string().c_str());
     return;
@@ -33,12 +33,12 @@ bool print_topology_file() {
     std::printf("topology file: none (HCOMM_TOPO_FILE not set)\n");
     return true;
   }
-  auto file = hcomm::topo::TopologyFile::load(path);
+  auto file = hcomm::topology::TopologyFile::load(path);
   if (!file.ok()) {
     std::printf("topology file: %s\n", file.status().to_string().c_str());
     return false;
   }
-  const auto host = hcomm::topo::this_host();
+  const auto host = hcomm::topology::this_host();
   const auto* here = file->find(host.name);
   if (here == nullptr) here = file->find(host.id);
   std::string where = "this host is not listed";

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 namespace {
 
 std::string boot_id() {
@@ -51,4 +51,4 @@ HostIdentity this_host() {
   return h;
 }
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

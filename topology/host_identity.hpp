@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 
 struct HostIdentity {
   std::string id;    ///< equal on two processes exactly when they share a host
@@ -20,4 +20,4 @@ struct HostIdentity {
 /// This process's host identity: HCOMM_HOST_ID if set, else boot id and namespace inodes.
 HostIdentity this_host();
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

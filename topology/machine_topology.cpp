@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 namespace {
 
 // hwloc allocates the topology in init and only destroy releases it, whichever step failed.
@@ -186,4 +186,4 @@ std::string MachineTopology::describe() const {
   return out;
 }
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

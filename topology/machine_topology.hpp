@@ -9,7 +9,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 
 struct NumaNode {
   int os_index = -1;
@@ -37,4 +37,4 @@ struct MachineTopology {
   std::string describe() const;
 };
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

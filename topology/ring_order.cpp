@@ -4,7 +4,7 @@
 #include <map>
 #include <tuple>
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 
 std::vector<int> ring_order(const std::vector<std::string>& host_ids,
                             const std::vector<std::string>& host_names, const TopologyFile* file) {
@@ -39,4 +39,4 @@ std::vector<int> ring_order(const std::vector<std::string>& host_ids,
   return order;
 }
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

@@ -8,7 +8,7 @@
 
 #include "topology/topology_file.hpp"
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 
 /// `host_ids[r]` / `host_names[r]`: rank r's host. `file` (may be null) places hosts under
 /// switches and racks, by name or id; unlisted hosts are each a switch and rack of their own.
@@ -17,4 +17,4 @@ namespace hcomm::topo {
 std::vector<int> ring_order(const std::vector<std::string>& host_ids,
                             const std::vector<std::string>& host_names, const TopologyFile* file);
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

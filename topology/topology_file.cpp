@@ -5,7 +5,7 @@
 #include <cstring>
 #include <sstream>
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 namespace {
 
 const char* const kExpected = "expected 'host <name> switch <switch> [rack <rack>]'";
@@ -134,4 +134,4 @@ int TopologyFile::distance(const std::string& a, const std::string& b) const {
   return 3;
 }
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

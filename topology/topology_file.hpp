@@ -29,7 +29,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::topo {
+namespace hcomm::topology {
 
 struct Placement {
   std::string host;
@@ -57,4 +57,4 @@ class TopologyFile {
   std::unordered_map<std::string, size_t> index_;  // host name → position in hosts_
 };
 
-}  // namespace hcomm::topo
+}  // namespace hcomm::topology

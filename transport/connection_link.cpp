@@ -6,7 +6,7 @@
 #include <cstring>
 #include <utility>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport {
 namespace {
@@ -59,7 +59,8 @@ ConnectionLink::ConnectionLink(ProgressEngine& engine, LinkObserver& observer,
     engine_.add_poller(this);
   }
   up_ = true;
-  HCOMM_LOG(info, log::kNet, "link up: %s (%s)", name_.c_str(), fd >= 0 ? "event fd" : "polled");
+  HCOMM_LOG(info, core::log::kNet, "link up: %s (%s)", name_.c_str(),
+            fd >= 0 ? "event fd" : "polled");
 }
 
 ConnectionLink::~ConnectionLink() {
@@ -212,7 +213,7 @@ void ConnectionLink::on_message(const std::vector<std::byte>& message) {
 }
 
 void ConnectionLink::peer_said_goodbye() {
-  HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
+  HCOMM_LOG(info, core::log::kNet, "%s closed its communicator", name_.c_str());
   fail({HCOMM_ERR_PEER_LOST, "rank " + std::to_string(peer_) + " has destroyed its communicator"},
        /*graceful=*/true);
 }
@@ -271,7 +272,8 @@ void ConnectionLink::fail(const Status& status, bool graceful, bool notify) {
   const bool was_up = up_;
   up_ = false;
   unregister();
-  if (!graceful && notify && !closing_) HCOMM_LOG(warn, log::kNet, "%s", status.message().c_str());
+  if (!graceful && notify && !closing_)
+    HCOMM_LOG(warn, core::log::kNet, "%s", status.message().c_str());
   // After the peer's goodbye, frames to it are dropped as delivered (see post_send).
   const Status send_status = graceful ? Status{} : status;
   auto queued = std::move(sendq_);

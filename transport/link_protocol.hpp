@@ -39,10 +39,12 @@ class LinkProtocol : public Protocol {
  public:
   using UpCallback = std::function<void(const Status&)>;
 
-  /// Before open(): the engine the links will live on and the communicator's configuration.
-  virtual void attach(ProgressEngine& engine, const Config& config) {
+  /// Before open(): the engine the links will live on, the communicator's configuration and
+  /// the IP TOS byte (DSCP << 2) its traffic class marks packets with.
+  virtual void attach(ProgressEngine& engine, const Config& config, int traffic_class) {
     engine_ = &engine;
     config_ = config;
+    traffic_class_ = traffic_class;
   }
   /// Creating thread, after every rank published its address and the peers this protocol
   /// carries are chosen (`peers`, ascending): whatever must be exchanged beyond the address
@@ -95,6 +97,7 @@ class LinkProtocol : public Protocol {
  protected:
   ProgressEngine* engine_ = nullptr;
   Config config_;
+  int traffic_class_ = 0;
 };
 
 }  // namespace hcomm::transport

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "log/log.hpp"
-#include "transport/futex.hpp"
+#include "core/futex.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport {
 namespace {
@@ -76,7 +76,7 @@ void ProgressEngine::ring_doorbell() {
 void ProgressEngine::wake_engine_thread() {
   handoff_.store(true);
   park_word_.fetch_add(1);
-  futex_wake(&park_word_, 1);
+  core::futex_wake(&park_word_, 1);
 }
 
 bool ProgressEngine::drive_until(const std::function<bool()>& done, Clock::time_point until) {
@@ -111,7 +111,7 @@ void ProgressEngine::add_fd(int fd, uint32_t events, FdHandler* handler) {
   ev.events = events;
   ev.data.fd = fd;
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0)
-    HCOMM_LOG(error, log::kNet, "epoll_ctl(ADD, fd %d): %s", fd, strerror(errno));
+    HCOMM_LOG(error, core::log::kNet, "epoll_ctl(ADD, fd %d): %s", fd, strerror(errno));
   handlers_[fd] = handler;
 }
 
@@ -193,12 +193,12 @@ void ProgressEngine::fire_timers() {
 void ProgressEngine::park() {
   const uint32_t word = park_word_.load();
   if (callers_.load() > 0) {
-    futex_wait(&park_word_, word, std::chrono::nanoseconds(kParkCheckNs));
+    core::futex_wait(&park_word_, word, std::chrono::nanoseconds(kParkCheckNs));
     return;
   }
   const int64_t idle_for = now_ns() - last_caller_ns_.load();
   if (handoff_.exchange(false) || idle_for >= kLingerNs) return;
-  futex_wait(&park_word_, word, std::chrono::nanoseconds(kLingerNs - idle_for));
+  core::futex_wait(&park_word_, word, std::chrono::nanoseconds(kLingerNs - idle_for));
 }
 
 void ProgressEngine::run() {
@@ -244,7 +244,7 @@ void ProgressEngine::poll_once(bool may_sleep) {
   int n = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), timeout);
   sleeping_.store(false);
   if (n < 0) {
-    if (errno != EINTR) HCOMM_LOG(error, log::kNet, "epoll_wait: %s", strerror(errno));
+    if (errno != EINTR) HCOMM_LOG(error, core::log::kNet, "epoll_wait: %s", strerror(errno));
     return;
   }
   if (n > 0) busy_until_ = Clock::now() + kBusyPoll;

@@ -4,7 +4,7 @@
 #include <exception>
 #include <mutex>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport {
 namespace {
@@ -93,16 +93,16 @@ namespace hcomm {
 
 bool register_protocol(const std::string& name, ProtocolFactory factory, int preference) {
   if (name.empty() || !factory) {
-    HCOMM_LOG(warn, log::kNet, "register_protocol: a protocol needs a name and a factory ('%s')",
-              name.c_str());
+    HCOMM_LOG(warn, core::log::kNet,
+              "register_protocol: a protocol needs a name and a factory ('%s')", name.c_str());
     return false;
   }
   auto& r = transport::ready_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (const auto& p : r.protocols) {
     if (p.name == name) {
-      HCOMM_LOG(warn, log::kNet, "register_protocol: '%s' is already registered; kept the first",
-                name.c_str());
+      HCOMM_LOG(warn, core::log::kNet,
+                "register_protocol: '%s' is already registered; kept the first", name.c_str());
       return false;
     }
   }

@@ -23,7 +23,7 @@
 
 namespace hcomm {
 
-namespace detail {
+namespace api {
 class CommunicatorImpl;
 }
 
@@ -204,8 +204,8 @@ class Communicator {
   Expected<std::unique_ptr<Communicator>> shrink();
 
  private:
-  explicit Communicator(std::unique_ptr<detail::CommunicatorImpl> impl);
-  std::unique_ptr<detail::CommunicatorImpl> impl_;
+  explicit Communicator(std::unique_ptr<api::CommunicatorImpl> impl);
+  std::unique_ptr<api::CommunicatorImpl> impl_;
 };
 
 }  // namespace hcomm

@@ -13,7 +13,7 @@
 
 namespace hcomm {
 
-namespace detail {
+namespace core {
 class Completion;
 }
 
@@ -22,7 +22,7 @@ class Work {
   using Callback = std::function<void(const Status&)>;
 
   Work() = default;
-  explicit Work(std::shared_ptr<detail::Completion> c) : c_(std::move(c)) {}
+  explicit Work(std::shared_ptr<core::Completion> c) : c_(std::move(c)) {}
 
   /// Waits until the operation completes or `timeout` passes. Returns the operation's status,
   /// or HCOMM_ERR_TIMEOUT when the deadline passed first; the operation then stays in flight and
@@ -39,7 +39,7 @@ class Work {
   bool valid() const { return c_ != nullptr; }
 
  private:
-  std::shared_ptr<detail::Completion> c_;
+  std::shared_ptr<core::Completion> c_;
 };
 
 }  // namespace hcomm

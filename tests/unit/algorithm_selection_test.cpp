@@ -6,7 +6,7 @@
 #include "collectives/algorithms.hpp"
 
 using namespace hcomm;
-using namespace hcomm::coll;
+using namespace hcomm::collectives;
 
 TEST_CASE("HCOMM_ALGO: per operation, bare names, and errors that say what is wrong") {
   auto c = AlgorithmChoice::parse("allreduce=ring; broadcast=tree,reduce_scatter=direct");

@@ -17,14 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include "actors/bootstrap/interface_address.hpp"
-#include "actors/bootstrap/launch_env.hpp"
-#include "actors/bootstrap/store_client.hpp"
-#include "actors/bootstrap/store_server.hpp"
+#include "bootstrap/interface_address.hpp"
+#include "bootstrap/launch_env.hpp"
+#include "bootstrap/store_client.hpp"
+#include "bootstrap/store_server.hpp"
 #include "hcomm/config.hpp"
 
-using namespace hcomm;        // NOLINT
-using namespace hcomm::boot;  // NOLINT
+using namespace hcomm;             // NOLINT
+using namespace hcomm::bootstrap;  // NOLINT
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -835,7 +835,7 @@ TEST_CASE("the server survives garbage, half frames and clients that vanish") {
 
   // A HELLO, then the first bytes of a SET, then gone.
   int half = raw_connect(server->port());
-  hcomm::boot::store_wire::FrameWriter hello;
+  hcomm::bootstrap::store_wire::FrameWriter hello;
   hello.u8(store_wire::kHello).u32(store_wire::kMagic).u32(store_wire::kVersion);
   std::string frame = hello.take();
   frame += store_wire::FrameWriter().u8(store_wire::kSet).str("k").str("value").take().substr(0, 9);

@@ -16,10 +16,10 @@
 
 namespace {
 
-using hcomm::coll::bfloat16_to_float;
-using hcomm::coll::float_to_bfloat16;
-using hcomm::coll::float_to_half;
-using hcomm::coll::half_to_float;
+using hcomm::collectives::bfloat16_to_float;
+using hcomm::collectives::float_to_bfloat16;
+using hcomm::collectives::float_to_half;
+using hcomm::collectives::half_to_float;
 
 float from_bits(uint32_t u) {
   float f;

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/log.hpp"
 #include "hcomm/protocol.hpp"
-#include "log/log.hpp"
 #include "transport/protocol_registry.hpp"
 
 namespace {
@@ -98,7 +98,7 @@ TEST_CASE("protocol registry: concurrent registration keeps every name once") {
   const char* was = std::getenv("HCOMM_DEBUG");
   const std::string saved = was != nullptr ? was : "";
   setenv("HCOMM_DEBUG", "ERROR", 1);
-  hcomm::log::reload_from_env();
+  hcomm::core::log::reload_from_env();
   std::vector<std::thread> threads;
   std::vector<int> accepted(8, 0);
   for (int t = 0; t < 8; ++t)
@@ -111,7 +111,7 @@ TEST_CASE("protocol registry: concurrent registration keeps every name once") {
     setenv("HCOMM_DEBUG", saved.c_str(), 1);
   else
     unsetenv("HCOMM_DEBUG");
-  hcomm::log::reload_from_env();
+  hcomm::core::log::reload_from_env();
   int total = 0;
   for (int a : accepted) total += a;
   CHECK(total == 50);

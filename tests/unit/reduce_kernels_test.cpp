@@ -20,7 +20,7 @@ namespace {
 
 using hcomm::DataType;
 using hcomm::ReduceOp;
-namespace coll = hcomm::coll;
+namespace collectives = hcomm::collectives;
 
 constexpr DataType kTypes[] = {DataType::int8,    DataType::uint8,   DataType::int32,
                                DataType::int64,   DataType::float16, DataType::bfloat16,
@@ -41,17 +41,17 @@ enum class Path { dispatched, portable };
 void run_reduce(Path path, void* out, const void* a, const void* b, size_t n, DataType t,
                 ReduceOp op) {
   if (path == Path::portable) {
-    coll::internal::reduce_portable(out, a, b, n, t, op);
+    collectives::internal::reduce_portable(out, a, b, n, t, op);
   } else {
-    coll::reduce(out, a, b, n, t, op);
+    collectives::reduce(out, a, b, n, t, op);
   }
 }
 
 void run_finalize(Path path, void* buf, size_t n, DataType t, int nranks) {
   if (path == Path::portable) {
-    coll::internal::finalize_average_portable(buf, n, t, nranks);
+    collectives::internal::finalize_average_portable(buf, n, t, nranks);
   } else {
-    coll::finalize_average(buf, n, t, nranks);
+    collectives::finalize_average(buf, n, t, nranks);
   }
 }
 
@@ -171,9 +171,9 @@ double get_float(const uint8_t* p, DataType t) {
   std::memcpy(&h, p, std::min<size_t>(2, hcomm::dtype_size(t)));
   switch (t) {
     case DataType::float16:
-      return coll::half_to_float(h);
+      return collectives::half_to_float(h);
     case DataType::bfloat16:
-      return coll::bfloat16_to_float(h);
+      return collectives::bfloat16_to_float(h);
     case DataType::float32: {
       float f;
       std::memcpy(&f, p, 4);
@@ -211,12 +211,12 @@ void fill(Buffer& buf, size_t n, std::mt19937_64& rng) {
     }
     switch (buf.type) {
       case DataType::float16: {
-        const uint16_t h = coll::float_to_half(static_cast<float>(small) / 4);
+        const uint16_t h = collectives::float_to_half(static_cast<float>(small) / 4);
         std::memcpy(p, &h, 2);
         break;
       }
       case DataType::bfloat16: {
-        const uint16_t b = coll::float_to_bfloat16(static_cast<float>(small) / 4);
+        const uint16_t b = collectives::float_to_bfloat16(static_cast<float>(small) / 4);
         std::memcpy(p, &b, 2);
         break;
       }
@@ -332,7 +332,7 @@ TEST_CASE("reduce_into is reduce with the destination as the first operand") {
       fill(dst, n, rng);
       fill(src, n, rng);
       const Buffer dst0 = dst;
-      coll::reduce_into(dst.data(), src.data(), n, t, op);
+      collectives::reduce_into(dst.data(), src.data(), n, t, op);
       CHECK(first_mismatch(dst, dst0, src, n, op) == -1);
     }
   }
@@ -347,8 +347,8 @@ TEST_CASE("avg reduces exactly like sum") {
     Buffer a(t, n, 0), b(t, n, 0), s(t, n, 0), v(t, n, 0);
     fill(a, n, rng);
     fill(b, n, rng);
-    coll::reduce(s.data(), a.data(), b.data(), n, t, ReduceOp::sum);
-    coll::reduce(v.data(), a.data(), b.data(), n, t, ReduceOp::avg);
+    collectives::reduce(s.data(), a.data(), b.data(), n, t, ReduceOp::sum);
+    collectives::reduce(v.data(), a.data(), b.data(), n, t, ReduceOp::avg);
     CHECK(s.bytes == v.bytes);
   }
 }
@@ -356,28 +356,28 @@ TEST_CASE("avg reduces exactly like sum") {
 TEST_CASE("integer sum and prod wrap around in the element type") {
   int8_t a8[] = {127, -128, 100, 16};
   const int8_t b8[] = {1, -1, 100, 16};
-  coll::reduce_into(a8, b8, 2, DataType::int8, ReduceOp::sum);
-  coll::reduce_into(a8 + 2, b8 + 2, 2, DataType::int8, ReduceOp::prod);
+  collectives::reduce_into(a8, b8, 2, DataType::int8, ReduceOp::sum);
+  collectives::reduce_into(a8 + 2, b8 + 2, 2, DataType::int8, ReduceOp::prod);
   CHECK(a8[0] == -128);
   CHECK(a8[1] == 127);
   CHECK(a8[2] == 16);  // 10000 mod 256
   CHECK(a8[3] == 0);   // 256 mod 256
   uint8_t u8[] = {255, 16};
   const uint8_t v8[] = {1, 17};
-  coll::reduce_into(u8, v8, 1, DataType::uint8, ReduceOp::sum);
-  coll::reduce_into(u8 + 1, v8 + 1, 1, DataType::uint8, ReduceOp::prod);
+  collectives::reduce_into(u8, v8, 1, DataType::uint8, ReduceOp::sum);
+  collectives::reduce_into(u8 + 1, v8 + 1, 1, DataType::uint8, ReduceOp::prod);
   CHECK(u8[0] == 0);
   CHECK(u8[1] == 16);  // 272 mod 256
   int32_t a32[] = {std::numeric_limits<int32_t>::max(), 65536};
   const int32_t b32[] = {1, 65536};
-  coll::reduce_into(a32, b32, 1, DataType::int32, ReduceOp::sum);
-  coll::reduce_into(a32 + 1, b32 + 1, 1, DataType::int32, ReduceOp::prod);
+  collectives::reduce_into(a32, b32, 1, DataType::int32, ReduceOp::sum);
+  collectives::reduce_into(a32 + 1, b32 + 1, 1, DataType::int32, ReduceOp::prod);
   CHECK(a32[0] == std::numeric_limits<int32_t>::min());
   CHECK(a32[1] == 0);
   int64_t a64[] = {std::numeric_limits<int64_t>::min(), int64_t{1} << 32};
   const int64_t b64[] = {-1, int64_t{1} << 32};
-  coll::reduce_into(a64, b64, 1, DataType::int64, ReduceOp::sum);
-  coll::reduce_into(a64 + 1, b64 + 1, 1, DataType::int64, ReduceOp::prod);
+  collectives::reduce_into(a64, b64, 1, DataType::int64, ReduceOp::sum);
+  collectives::reduce_into(a64 + 1, b64 + 1, 1, DataType::int64, ReduceOp::prod);
   CHECK(a64[0] == std::numeric_limits<int64_t>::max());
   CHECK(a64[1] == 0);
 }
@@ -389,7 +389,7 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
     CAPTURE(op_name);
     float a[] = {nan, 1.0f, nan, -0.0f, 0.0f};
     const float b[] = {1.0f, nan, nan, 0.0f, -0.0f};
-    coll::reduce_into(a, b, 5, DataType::float32, op);
+    collectives::reduce_into(a, b, 5, DataType::float32, op);
     CHECK(std::isnan(a[0]));
     CHECK(std::isnan(a[1]));
     CHECK(std::isnan(a[2]));
@@ -397,7 +397,7 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
     CHECK(std::signbit(a[4]));
     double d[] = {1.0, nan};
     const double e[] = {nan, 2.0};
-    coll::reduce_into(d, e, 2, DataType::float64, op);
+    collectives::reduce_into(d, e, 2, DataType::float64, op);
     CHECK(std::isnan(d[0]));
     CHECK(std::isnan(d[1]));
     for (DataType t : {DataType::float16, DataType::bfloat16}) {
@@ -405,7 +405,7 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
       const uint16_t qnan = t == DataType::float16 ? 0x7e00 : 0x7fc0;
       uint16_t h[] = {qnan, one, qnan};
       const uint16_t g[] = {one, qnan, qnan};
-      coll::reduce_into(h, g, 3, t, op);
+      collectives::reduce_into(h, g, 3, t, op);
       for (uint16_t v : h) {
         uint8_t bytes[8] = {};  // get_float may read up to 8 bytes for wider types
         std::memcpy(bytes, &v, sizeof(v));
@@ -418,26 +418,26 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
 TEST_CASE("count 0 touches nothing, not even null pointers") {
   for (DataType t : kTypes) {
     for (ReduceOp op : kOps) {
-      coll::reduce(nullptr, nullptr, nullptr, 0, t, op);
-      coll::reduce_into(nullptr, nullptr, 0, t, op);
+      collectives::reduce(nullptr, nullptr, nullptr, 0, t, op);
+      collectives::reduce_into(nullptr, nullptr, 0, t, op);
     }
-    coll::finalize_average(nullptr, 0, t, 4);
+    collectives::finalize_average(nullptr, 0, t, 4);
   }
 }
 
 TEST_CASE("an invalid dtype or op writes nothing") {
   int32_t a[] = {1, 2};
   const int32_t b[] = {3, 4};
-  coll::reduce_into(a, b, 2, static_cast<DataType>(200), ReduceOp::sum);
-  coll::reduce_into(a, b, 2, DataType::int32, static_cast<ReduceOp>(200));
-  coll::finalize_average(a, 2, static_cast<DataType>(200), 2);
+  collectives::reduce_into(a, b, 2, static_cast<DataType>(200), ReduceOp::sum);
+  collectives::reduce_into(a, b, 2, DataType::int32, static_cast<ReduceOp>(200));
+  collectives::finalize_average(a, 2, static_cast<DataType>(200), 2);
   CHECK(a[0] == 1);
   CHECK(a[1] == 2);
 }
 
 TEST_CASE("finalize_average truncates negative integers toward zero") {
   int8_t i8[] = {-7, -1, -128, 7, 127, -3};
-  coll::finalize_average(i8, 6, DataType::int8, 2);
+  collectives::finalize_average(i8, 6, DataType::int8, 2);
   CHECK(i8[0] == -3);
   CHECK(i8[1] == 0);
   CHECK(i8[2] == -64);
@@ -445,14 +445,14 @@ TEST_CASE("finalize_average truncates negative integers toward zero") {
   CHECK(i8[4] == 63);
   CHECK(i8[5] == -1);
   int32_t i32[] = {-7, -1, std::numeric_limits<int32_t>::min(), -2147483647, 5};
-  coll::finalize_average(i32, 5, DataType::int32, 3);
+  collectives::finalize_average(i32, 5, DataType::int32, 3);
   CHECK(i32[0] == -2);
   CHECK(i32[1] == 0);
   CHECK(i32[2] == -715827882);
   CHECK(i32[3] == -715827882);
   CHECK(i32[4] == 1);
   int64_t i64[] = {-7, std::numeric_limits<int64_t>::min(), -1};
-  coll::finalize_average(i64, 3, DataType::int64, 4);
+  collectives::finalize_average(i64, 3, DataType::int64, 4);
   CHECK(i64[0] == -1);
   CHECK(i64[1] == std::numeric_limits<int64_t>::min() / 4);
   CHECK(i64[2] == 0);
@@ -492,7 +492,7 @@ TEST_CASE("finalize_average matches the reference for every dtype and rank count
 }
 
 TEST_CASE("the AVX2/F16C and the baseline kernels agree bit for bit") {
-  if (!coll::internal::has_avx2_f16c()) {
+  if (!collectives::internal::has_avx2_f16c()) {
     MESSAGE("this CPU lacks AVX2 or F16C: only the baseline kernels are in use");
     return;
   }
@@ -511,9 +511,9 @@ TEST_CASE("the AVX2/F16C and the baseline kernels agree bit for bit") {
         const std::string op_name = hcomm::reduce_op_name(op);
         CAPTURE(op_name);
         std::vector<uint8_t> v(a.size()), p(a.size());
-        coll::reduce(v.data() + size, a.data() + size, b.data() + size, n, t, op);
-        coll::internal::reduce_portable(p.data() + size, a.data() + size, b.data() + size, n, t,
-                                        op);
+        collectives::reduce(v.data() + size, a.data() + size, b.data() + size, n, t, op);
+        collectives::internal::reduce_portable(p.data() + size, a.data() + size, b.data() + size, n,
+                                               t, op);
         long bad = -1;
         for (size_t i = 0; i <= n && bad < 0; ++i) {
           // Which NaN a NaN result carries is unspecified; everything else must match exactly.
@@ -527,8 +527,8 @@ TEST_CASE("the AVX2/F16C and the baseline kernels agree bit for bit") {
       }
       for (int nranks : {2, 3, 1000}) {
         std::vector<uint8_t> v(a), p(a);
-        coll::finalize_average(v.data() + size, n, t, nranks);
-        coll::internal::finalize_average_portable(p.data() + size, n, t, nranks);
+        collectives::finalize_average(v.data() + size, n, t, nranks);
+        collectives::internal::finalize_average_portable(p.data() + size, n, t, nranks);
         long bad = -1;
         for (size_t i = 0; i <= n && bad < 0; ++i) {
           const bool both_nan = is_float(t) && std::isnan(get_float(&v[i * size], t)) &&

@@ -3,8 +3,8 @@
 
 #include "topology/ring_order.hpp"
 
-using hcomm::topo::ring_order;
-using hcomm::topo::TopologyFile;
+using hcomm::topology::ring_order;
+using hcomm::topology::TopologyFile;
 
 TEST_CASE("ring order: ranks of a host together, hosts of a switch together") {
   // Already grouped: the identity.

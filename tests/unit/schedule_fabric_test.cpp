@@ -32,9 +32,9 @@ namespace {
 using hcomm::DataType;
 using hcomm::dtype_size;
 using hcomm::ReduceOp;
-namespace coll = hcomm::coll;
-using coll::Algorithm;
-using coll::OpKind;
+namespace collectives = hcomm::collectives;
+using collectives::Algorithm;
+using collectives::OpKind;
 
 constexpr DataType kAllTypes[] = {DataType::int8,    DataType::uint8,   DataType::int32,
                                   DataType::int64,   DataType::float16, DataType::bfloat16,
@@ -212,7 +212,7 @@ struct Case {
 
 std::string describe(const Case& c) {
   std::ostringstream o;
-  o << coll::op_kind_name(c.kind) << "/" << coll::algorithm_name(c.algo) << " "
+  o << collectives::op_kind_name(c.kind) << "/" << collectives::algorithm_name(c.algo) << " "
     << hcomm::dtype_name(c.dtype) << " " << hcomm::reduce_op_name(c.redop) << " count " << c.count
     << " n " << c.n << " root " << c.root << (c.in_place ? " in place" : "")
     << (c.same_pointer ? " (send == recv)" : "") << " chunk " << c.chunk << " seed " << c.seed;
@@ -292,7 +292,7 @@ class Buffer {
 
 /// One rank's operation, its buffers (in place: one) and what it must hold afterwards.
 struct RankIo {
-  coll::Operation op;
+  collectives::Operation op;
   Buffer a, b;
   size_t send_elems = 0, recv_elems = 0;
   std::vector<std::byte> send_before, recv_before;
@@ -334,7 +334,7 @@ std::vector<RankIo> setup(const Case& c) {
 
   for (int r = 0; r < n; ++r) {
     RankIo& io = ranks[static_cast<size_t>(r)];
-    coll::Operation& op = io.op;
+    collectives::Operation& op = io.op;
     op.kind = c.kind;
     op.dtype = c.dtype;
     op.redop = c.redop;
@@ -507,8 +507,9 @@ class Fabric {
     const int n = static_cast<int>(io.size());
     for (int r = 0; r < n; ++r) {
       Rank& rk = ranks_.emplace_back();
-      const coll::Operation& op = io[static_cast<size_t>(r)].op;
-      rk.s = coll::plan(op, coll::PlanContext{r, n, chunk_bytes, ring_order, host_of});
+      const collectives::Operation& op = io[static_cast<size_t>(r)].op;
+      rk.s =
+          collectives::plan(op, collectives::PlanContext{r, n, chunk_bytes, ring_order, host_of});
       if (send_read_only && op.send != nullptr)
         rk.read_only = {op.send,
                         op.send + io[static_cast<size_t>(r)].send_elems * dtype_size(op.dtype)};
@@ -561,7 +562,7 @@ class Fabric {
     return {};
   }
 
-  const coll::Schedule& schedule(int r) const { return ranks_[static_cast<size_t>(r)].s; }
+  const collectives::Schedule& schedule(int r) const { return ranks_[static_cast<size_t>(r)].s; }
 
   /// Steps in all schedules (to size the test matrix).
   size_t steps() const {
@@ -582,7 +583,7 @@ class Fabric {
     bool write;
   };
   struct Rank {
-    coll::Schedule s;
+    collectives::Schedule s;
     std::vector<uint32_t> waits;
     size_t remaining = 0;
     std::map<Key, uint32_t> posted;               // receives waiting for their frame
@@ -594,7 +595,7 @@ class Fabric {
 
   void fail(int rank, uint32_t step, const std::string& what) {
     if (!error_.empty()) return;
-    const coll::Step& st = ranks_[static_cast<size_t>(rank)].s.steps()[step];
+    const collectives::Step& st = ranks_[static_cast<size_t>(rank)].s.steps()[step];
     static const char* kinds[] = {"send", "recv", "recv_reduce", "copy", "average"};
     error_ = "rank " + std::to_string(rank) + " step " + std::to_string(step) + " (" +
              kinds[static_cast<int>(st.kind)] + " peer " + std::to_string(st.peer) + " tag " +
@@ -607,9 +608,10 @@ class Fabric {
     const auto& steps = ranks_[static_cast<size_t>(r)].s.steps();
     const int n = static_cast<int>(ranks_.size());
     for (uint32_t i = 0; i < steps.size(); ++i) {
-      const coll::Step& st = steps[i];
-      const bool is_send = st.kind == coll::Step::Kind::send;
-      if (!is_send && st.kind != coll::Step::Kind::recv && st.kind != coll::Step::Kind::recv_reduce)
+      const collectives::Step& st = steps[i];
+      const bool is_send = st.kind == collectives::Step::Kind::send;
+      if (!is_send && st.kind != collectives::Step::Kind::recv &&
+          st.kind != collectives::Step::Kind::recv_reduce)
         continue;
       if (st.peer < 0 || st.peer >= n || st.peer == r) return fail(r, i, "bad peer");
       if (!(is_send ? sends : recvs).insert({st.peer, st.tag_step, st.tag_chunk}).second)
@@ -619,7 +621,7 @@ class Fabric {
 
   /// Null (or null-derived) pointers and ranges not made of whole elements.
   bool bad_range(int r, uint32_t i, const std::byte* p, size_t bytes) {
-    const coll::Operation& op = io_[static_cast<size_t>(r)].op;
+    const collectives::Operation& op = io_[static_cast<size_t>(r)].op;
     const size_t esize = dtype_size(op.dtype);
     if (bytes == 0) return false;
     if (reinterpret_cast<uintptr_t>(p) < (uintptr_t{1} << 24)) {
@@ -686,28 +688,29 @@ class Fabric {
     const int r = ref.rank;
     const uint32_t i = ref.step;
     Rank& rk = ranks_[static_cast<size_t>(r)];
-    const coll::Step& st = rk.s.steps()[i];
-    const coll::Operation& op = io_[static_cast<size_t>(r)].op;
+    const collectives::Step& st = rk.s.steps()[i];
+    const collectives::Operation& op = io_[static_cast<size_t>(r)].op;
     const size_t esize = dtype_size(op.dtype);
     switch (st.kind) {
-      case coll::Step::Kind::copy:
+      case collectives::Step::Kind::copy:
         if (bad_range(r, i, st.src, st.bytes) || bad_range(r, i, st.dst, st.bytes) ||
             collides(r, i, st.src, st.bytes, false) || collides(r, i, st.dst, st.bytes, true))
           return;
         if (st.bytes > 0) std::memmove(st.dst, st.src, st.bytes);
         return complete(r, i);
-      case coll::Step::Kind::average:
+      case collectives::Step::Kind::average:
         if (bad_range(r, i, st.dst, st.bytes) || collides(r, i, st.dst, st.bytes, true)) return;
-        coll::finalize_average(st.dst, st.bytes / esize, op.dtype, static_cast<int>(ranks_.size()));
+        collectives::finalize_average(st.dst, st.bytes / esize, op.dtype,
+                                      static_cast<int>(ranks_.size()));
         return complete(r, i);
-      case coll::Step::Kind::send:
+      case collectives::Step::Kind::send:
         if (bad_range(r, i, st.src, st.bytes) || collides(r, i, st.src, st.bytes, false)) return;
         track(r, i, st.src, st.bytes, false);
         flight_.push_back(ref);
         return;
-      case coll::Step::Kind::recv:
-      case coll::Step::Kind::recv_reduce: {
-        const bool reduces = st.kind == coll::Step::Kind::recv_reduce;
+      case collectives::Step::Kind::recv:
+      case collectives::Step::Kind::recv_reduce: {
+        const bool reduces = st.kind == collectives::Step::Kind::recv_reduce;
         if (bad_range(r, i, st.dst, st.bytes) || collides(r, i, st.dst, st.bytes, true)) return;
         if (reduces && st.src != st.dst) {
           if (bad_range(r, i, st.src, st.bytes) || collides(r, i, st.src, st.bytes, false)) return;
@@ -732,7 +735,7 @@ class Fabric {
   }
 
   void deliver(Ref ref) {
-    const coll::Step& st = ranks_[static_cast<size_t>(ref.rank)].s.steps()[ref.step];
+    const collectives::Step& st = ranks_[static_cast<size_t>(ref.rank)].s.steps()[ref.step];
     Rank& to = ranks_[static_cast<size_t>(st.peer)];
     const Key key{ref.rank, st.tag_step, st.tag_chunk};
     // The payload is read now: a sender that changed it meanwhile sends the wrong bytes.
@@ -749,14 +752,14 @@ class Fabric {
 
   /// A frame's payload reaches receive step i of rank r.
   void land(int r, uint32_t i, const std::byte* data, size_t bytes) {
-    const coll::Step& st = ranks_[static_cast<size_t>(r)].s.steps()[i];
-    const coll::Operation& op = io_[static_cast<size_t>(r)].op;
+    const collectives::Step& st = ranks_[static_cast<size_t>(r)].s.steps()[i];
+    const collectives::Operation& op = io_[static_cast<size_t>(r)].op;
     if (bytes != st.bytes)
       return fail(r, i, "length mismatch: the frame has " + std::to_string(bytes) + " bytes");
-    if (st.kind == coll::Step::Kind::recv) {
+    if (st.kind == collectives::Step::Kind::recv) {
       if (bytes > 0) std::memcpy(st.dst, data, bytes);
     } else {
-      coll::reduce(st.dst, st.src, data, bytes / dtype_size(op.dtype), op.dtype, op.redop);
+      collectives::reduce(st.dst, st.src, data, bytes / dtype_size(op.dtype), op.dtype, op.redop);
       if (st.src != st.dst) untrack(r, i, st.src, st.bytes);
     }
     untrack(r, i, st.dst, st.bytes);
@@ -784,8 +787,8 @@ std::string run_case(const Case& c) {
   // crosses each boundary once).
   for (size_t p = 0; p < c.order.size(); ++p) {
     const int r = c.order[p], next = c.order[(p + 1) % c.order.size()];
-    for (const coll::Step& st : fabric.schedule(r).steps())
-      if (st.kind == coll::Step::Kind::send && st.peer != next)
+    for (const collectives::Step& st : fabric.schedule(r).steps())
+      if (st.kind == collectives::Step::Kind::send && st.peer != next)
         return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
                ", not to the next rank in the ring order, " + std::to_string(next);
   }
@@ -798,8 +801,8 @@ std::string run_case(const Case& c) {
     };
     std::map<int, size_t> into_host;  // bytes each host receives from the others
     for (int r = 0; r < c.n; ++r)
-      for (const coll::Step& st : fabric.schedule(r).steps()) {
-        if (st.kind != coll::Step::Kind::send || host(r) == host(st.peer)) continue;
+      for (const collectives::Step& st : fabric.schedule(r).steps()) {
+        if (st.kind != collectives::Step::Kind::send || host(r) == host(st.peer)) continue;
         if (!(leader(r) && leader(st.peer)))
           return "rank " + std::to_string(r) + " sends to " + std::to_string(st.peer) +
                  " on another host, and they are not both leaders";
@@ -811,7 +814,7 @@ std::string run_case(const Case& c) {
       for (int h : std::set<int>(c.hosts.begin(), c.hosts.end())) {
         size_t lacks = 0;
         for (int r = 0; r < c.n; ++r) {
-          const coll::Operation& op = io[static_cast<size_t>(r)].op;
+          const collectives::Operation& op = io[static_cast<size_t>(r)].op;
           const size_t block =
               (c.kind == OpKind::allgatherv ? op.recv_counts[static_cast<size_t>(r)] : c.count) *
               dtype_size(c.dtype);
@@ -1209,28 +1212,28 @@ TEST_CASE("plan: algorithm table, defaults and names") {
       {K::send, {}},
       {K::recv, {}}};
   for (K k : kinds) {
-    CAPTURE(coll::op_kind_name(k));
-    CHECK(std::string(coll::op_kind_name(k)) != "unknown");
-    CHECK(coll::supports(k, Algorithm::automatic));
-    for (int a = 1; a < coll::kNumAlgorithms; ++a) {
+    CAPTURE(collectives::op_kind_name(k));
+    CHECK(std::string(collectives::op_kind_name(k)) != "unknown");
+    CHECK(collectives::supports(k, Algorithm::automatic));
+    for (int a = 1; a < collectives::kNumAlgorithms; ++a) {
       const auto algo = static_cast<Algorithm>(a);
-      CHECK(coll::supports(k, algo) == (table.at(k).count(algo) != 0));
+      CHECK(collectives::supports(k, algo) == (table.at(k).count(algo) != 0));
     }
-    const Algorithm d = coll::default_algorithm(k);
-    CHECK(coll::supports(k, d));
+    const Algorithm d = collectives::default_algorithm(k);
+    CHECK(collectives::supports(k, d));
     if (!table.at(k).empty()) CHECK(table.at(k).count(d) == 1);
   }
-  CHECK(coll::default_algorithm(K::allreduce) == Algorithm::ring);
-  CHECK(coll::default_algorithm(K::allgatherv) == Algorithm::ring);
-  CHECK(coll::default_algorithm(K::alltoallv) == Algorithm::direct);
-  CHECK(coll::default_algorithm(K::scatter) == Algorithm::direct);
-  for (int a = 0; a < coll::kNumAlgorithms; ++a) {
+  CHECK(collectives::default_algorithm(K::allreduce) == Algorithm::ring);
+  CHECK(collectives::default_algorithm(K::allgatherv) == Algorithm::ring);
+  CHECK(collectives::default_algorithm(K::alltoallv) == Algorithm::direct);
+  CHECK(collectives::default_algorithm(K::scatter) == Algorithm::direct);
+  for (int a = 0; a < collectives::kNumAlgorithms; ++a) {
     Algorithm parsed = Algorithm::ring;
     const auto algo = static_cast<Algorithm>(a);
-    CHECK(coll::parse_algorithm(coll::algorithm_name(algo), parsed));
+    CHECK(collectives::parse_algorithm(collectives::algorithm_name(algo), parsed));
     CHECK(parsed == algo);
   }
   Algorithm unused;
-  CHECK_FALSE(coll::parse_algorithm("bogus", unused));
-  CHECK(std::string(coll::algorithm_name(Algorithm::automatic)) == "auto");
+  CHECK_FALSE(collectives::parse_algorithm("bogus", unused));
+  CHECK(std::string(collectives::algorithm_name(Algorithm::automatic)) == "auto");
 }

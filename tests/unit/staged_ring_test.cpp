@@ -8,7 +8,7 @@
 #include "collectives/staged_allreduce.hpp"
 #include "transport/shm/slot_board.hpp"
 
-using hcomm::coll::stage_position;
+using hcomm::collectives::stage_position;
 using hcomm::transport::shm::stage_reached;
 using hcomm::transport::shm::stage_tag;
 

@@ -10,7 +10,7 @@
 #include "topology/topology_file.hpp"
 
 using namespace hcomm;
-using namespace hcomm::topo;
+using namespace hcomm::topology;
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::rdma {
 
@@ -59,7 +59,7 @@ void AsyncEventMonitor::on_events(int, uint32_t) {
     ibv_ack_async_event(&event);
     const std::string what =
         device_name_ + ": " + ibv_event_type_str(type) + " (asynchronous event)";
-    HCOMM_LOG(info, log::kNet, "%s", what.c_str());
+    HCOMM_LOG(info, core::log::kNet, "%s", what.c_str());
     // Listeners may unsubscribe while they are told: iterate over a copy.
     const auto listeners = listeners_;
     if (qp != nullptr) {

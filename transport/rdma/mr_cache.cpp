@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::rdma {
 namespace {
@@ -96,7 +96,7 @@ MrCache::~MrCache() {
   for (auto& e : explicit_) finish(*e);
   for (auto& e : retired_) finish(*e);
   if (held > 0) {
-    HCOMM_LOG(error, log::kNet,
+    HCOMM_LOG(error, core::log::kNet,
               "registration cache destroyed while %zu registrations are in use (a bug): "
               "deregistered anyway",
               held);

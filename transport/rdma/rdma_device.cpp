@@ -10,7 +10,7 @@
 #include <map>
 #include <mutex>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::rdma {
 namespace {
@@ -179,7 +179,7 @@ Expected<std::shared_ptr<RdmaDevice>> RdmaDevice::open(const std::string& name, 
                        std::to_string(count) + " RDMA device(s)");
     return no_device("no usable RDMA device:" + seen);
   }
-  HCOMM_LOG(info, log::kNet, "rdma: opened %s", found->describe().c_str());
+  HCOMM_LOG(info, core::log::kNet, "rdma: opened %s", found->describe().c_str());
   devices()[key] = found;
   return found;
 }

@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::rdma {
 
@@ -239,7 +239,7 @@ void RdmaLink::start(ProgressEngine& engine, LinkObserver& observer,
   engine.add_poller(this);
   engine.add_fd(channel_->fd, EPOLLIN, this);
   device_->events().subscribe(engine, this);
-  HCOMM_LOG(info, log::kNet, "link up: %s", name_.c_str());
+  HCOMM_LOG(info, core::log::kNet, "link up: %s", name_.c_str());
   if (on_up) on_up(Status{});
 }
 
@@ -341,7 +341,7 @@ int RdmaLink::take_staging() {
     if (!may_grow) return -1;
     Status st = grow_staging();
     if (!st.ok()) {
-      HCOMM_LOG(warn, log::kNet, "%s: cannot grow the staging pool: %s", name_.c_str(),
+      HCOMM_LOG(warn, core::log::kNet, "%s: cannot grow the staging pool: %s", name_.c_str(),
                 st.to_string().c_str());
       return -1;
     }

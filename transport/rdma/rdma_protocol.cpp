@@ -1,7 +1,5 @@
 #include "transport/rdma/rdma_protocol.hpp"
 
-#include "qos/marking.hpp"
-
 #include <sstream>
 
 namespace hcomm::transport::rdma {
@@ -31,9 +29,9 @@ RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   params.max_inline = config_.max_inline;
   params.timeout = config_.rdma_timeout;
   params.retry_cnt = config_.rdma_retry_cnt;
-  // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's DSCP (CS<priority>), as on TCP.
+  // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's marking, as on TCP.
   params.traffic_class =
-      config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class : qos::tos_of(config_.qos);
+      config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class : traffic_class_;
   params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
                    : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
                                                        : BufferMode::zero_copy;

@@ -15,7 +15,7 @@
 #include <system_error>
 #include <thread>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 // Why two threads: the thread that calls munmap() on a watched range sleeps in the kernel until
 // the event is read. If the thread reading events also ran the listeners, a listener that frees
@@ -76,7 +76,7 @@ UnmapMonitor::UnmapMonitor() {
     }
   }
   if (fd_ < 0) {
-    HCOMM_LOG(info, log::kNet,
+    HCOMM_LOG(info, core::log::kNet,
               "no unmap monitor (%s): RDMA registrations are not kept past each operation",
               reason_.c_str());
   }
@@ -111,7 +111,7 @@ bool UnmapMonitor::start_threads_locked() {
     std::thread([this] { dispatch_loop(); }).detach();
   } catch (const std::system_error& e) {
     // Only the reader can have started; it answers faults and queues events harmlessly.
-    HCOMM_LOG(warn, log::kNet, "cannot start the unmap monitor threads: %s", e.what());
+    HCOMM_LOG(warn, core::log::kNet, "cannot start the unmap monitor threads: %s", e.what());
     ok = false;
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 #include "transport/shm/cell_copy.hpp"
 
 namespace hcomm::transport::shm {
@@ -128,7 +128,7 @@ void ShmLink::went_up() {
   engine_.add_fd(bell_.fd(), EPOLLIN, this);
   timer_ = engine_.add_timer(Clock::now() + ProcessIdentity::kCheckPeriod,
                              [this] { check_peer_alive(); });
-  HCOMM_LOG(info, log::kNet, "link up: %s", name_.c_str());
+  HCOMM_LOG(info, core::log::kNet, "link up: %s", name_.c_str());
   if (on_up_) std::exchange(on_up_, nullptr)(Status{});
 }
 
@@ -319,7 +319,7 @@ bool ShmLink::pump_receives() {
   if (error_.ok() && in_head_ == in_tail_seen_ &&
       ring.closed.load(std::memory_order_acquire) != 0 &&
       ring.tail.load(std::memory_order_acquire) == in_head_) {
-    HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
+    HCOMM_LOG(info, core::log::kNet, "%s closed its communicator", name_.c_str());
     fail({HCOMM_ERR_PEER_LOST,
           "rank " + std::to_string(params_.peer) + " has destroyed its communicator"},
          true);

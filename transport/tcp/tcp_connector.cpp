@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::tcp {
 namespace {
@@ -60,7 +60,7 @@ void TcpConnector::retry_later(const std::string& why) {
                                           ") before the connect deadline: check that the rank "
                                           "is running and reachable (HCOMM_SOCKET_IFNAME, "
                                           "firewall), or raise HCOMM_CONNECT_TIMEOUT_MS"});
-  HCOMM_LOG(debug, log::kNet, "connect to %s: %s, retrying", peer_name_.c_str(), why.c_str());
+  HCOMM_LOG(debug, core::log::kNet, "connect to %s: %s, retrying", peer_name_.c_str(), why.c_str());
   timer_ = engine_.add_timer(ProgressEngine::Clock::now() + kRetryDelay, [this] { attempt(); });
 }
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 #include "transport/tcp/tcp_connector.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
@@ -106,8 +106,9 @@ bool TcpLink::adopt(int fd, const Hello& hello) {
   if (hello.generation != params_.generation) {
     // Another attempt's connection (late, or early for one this side has not made yet): its
     // connector fails and the supervisors try again with matching attempts.
-    HCOMM_LOG(debug, log::kNet, "%s: a connection of attempt %u refused (this link is attempt %u)",
-              name_.c_str(), hello.generation, params_.generation);
+    HCOMM_LOG(debug, core::log::kNet,
+              "%s: a connection of attempt %u refused (this link is attempt %u)", name_.c_str(),
+              hello.generation, params_.generation);
     ::close(fd);
     return true;
   }
@@ -121,7 +122,7 @@ bool TcpLink::adopt(int fd, const Hello& hello) {
   }
   if (index >= streams_.size() || streams_[index] ||
       static_cast<int>(hello.num_streams) != params_.num_streams) {
-    HCOMM_LOG(warn, log::kNet,
+    HCOMM_LOG(warn, core::log::kNet,
               "%s: unexpected stream %u of %u (this rank uses %d streams per peer: is "
               "HCOMM_SOCKETS_PER_PEER the same on every rank?)",
               name_.c_str(), hello.stream_index, hello.num_streams, params_.num_streams);
@@ -158,7 +159,7 @@ void TcpLink::stream_ready(size_t index, int fd) {
   up_ = true;
   if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
   deadline_timer_ = 0;
-  HCOMM_LOG(info, log::kNet, "link up: %s, %zu stream(s)", name_.c_str(), streams_.size());
+  HCOMM_LOG(info, core::log::kNet, "link up: %s, %zu stream(s)", name_.c_str(), streams_.size());
   if (on_up_) std::exchange(on_up_, nullptr)(Status{});
 }
 
@@ -268,7 +269,7 @@ void TcpLink::store_unexpected(const FrameHeader& header, Payload payload) {
 void TcpLink::on_control(const FrameHeader& header, std::string payload) {
   if (static_cast<FrameKind>(header.kind) == FrameKind::close) {
     peer_closed_ = true;
-    HCOMM_LOG(info, log::kNet, "%s closed its communicator", name_.c_str());
+    HCOMM_LOG(info, core::log::kNet, "%s closed its communicator", name_.c_str());
     return;
   }
   if (static_cast<FrameKind>(header.kind) == FrameKind::channel)
@@ -286,7 +287,7 @@ void TcpLink::on_stream_failed(const Status& status, bool eof) {
                                    params_.peer_endpoint + ") has destroyed its communicator"});
     return;
   }
-  HCOMM_LOG(warn, log::kNet, "%s", status.message().c_str());
+  HCOMM_LOG(warn, core::log::kNet, "%s", status.message().c_str());
   fail(eof ? Status{HCOMM_ERR_PEER_LOST, name_ + " closed the connection unexpectedly: the peer "
                                                  "process exited or crashed"}
            : status);

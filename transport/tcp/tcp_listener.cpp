@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::tcp {
 
@@ -81,10 +81,10 @@ void TcpListener::accept_all() {
     int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        HCOMM_LOG(warn, log::kNet, "accept on %s: %s", endpoint_.c_str(), strerror(errno));
+        HCOMM_LOG(warn, core::log::kNet, "accept on %s: %s", endpoint_.c_str(), strerror(errno));
       return;
     }
-    HCOMM_LOG(debug, log::kNet, "accepted %s on %s", endpoint_string(peer).c_str(),
+    HCOMM_LOG(debug, core::log::kNet, "accepted %s on %s", endpoint_string(peer).c_str(),
               endpoint_.c_str());
     handshaking_[fd] = Pending{};
     engine_.add_fd(fd, EPOLLIN, this);
@@ -92,7 +92,7 @@ void TcpListener::accept_all() {
 }
 
 void TcpListener::drop(int fd, const char* why) {
-  HCOMM_LOG(warn, log::kNet, "dropping a connection on %s: %s", endpoint_.c_str(), why);
+  HCOMM_LOG(warn, core::log::kNet, "dropping a connection on %s: %s", endpoint_.c_str(), why);
   engine_.remove_fd(fd);
   handshaking_.erase(fd);
   ::close(fd);

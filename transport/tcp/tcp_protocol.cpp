@@ -1,7 +1,5 @@
 #include "transport/tcp/tcp_protocol.hpp"
 
-#include "qos/marking.hpp"
-
 namespace hcomm::transport::tcp {
 
 ProtocolCaps TcpProtocol::caps() const {
@@ -35,7 +33,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.peer_endpoint = context.peer_address;
   p.num_streams = config_.sockets_per_peer;
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
-                      qos::tos_of(config_.qos)};
+                      traffic_class_};
   p.bytes_sent = context.bytes_sent;
   p.generation = context.generation;
   if (context.my_rank < context.peer) p.listener = listener_.get();

@@ -10,19 +10,19 @@
 #include <cerrno>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::tcp {
 
 void set_socket_tos(int fd, int tos) {
   if (setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) != 0)
-    HCOMM_LOG(debug, log::kNet, "setsockopt(IP_TOS, %d): %s", tos, strerror(errno));
+    HCOMM_LOG(debug, core::log::kNet, "setsockopt(IP_TOS, %d): %s", tos, strerror(errno));
 }
 
 void set_socket_pacing(int fd, double bytes_per_second) {
   uint64_t rate = bytes_per_second > 0 ? static_cast<uint64_t>(bytes_per_second) : ~uint64_t{0};
   if (setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0)
-    HCOMM_LOG(debug, log::kNet, "setsockopt(SO_MAX_PACING_RATE): %s", strerror(errno));
+    HCOMM_LOG(debug, core::log::kNet, "setsockopt(SO_MAX_PACING_RATE): %s", strerror(errno));
 }
 
 Status configure_socket(int fd, const SocketOptions& options) {
@@ -39,7 +39,7 @@ Status configure_socket(int fd, const SocketOptions& options) {
   if (!options.congestion.empty() &&
       setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, options.congestion.data(),
                  static_cast<socklen_t>(options.congestion.size())) != 0)
-    HCOMM_LOG(debug, log::kNet, "setsockopt(TCP_CONGESTION, %s): %s; keeping the default",
+    HCOMM_LOG(debug, core::log::kNet, "setsockopt(TCP_CONGESTION, %s): %s; keeping the default",
               options.congestion.c_str(), strerror(errno));
   if (options.send_buf_size > 0) {
     int v = static_cast<int>(options.send_buf_size);

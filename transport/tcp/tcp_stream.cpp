@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 namespace hcomm::transport::tcp {
 namespace {
@@ -196,7 +196,7 @@ bool TcpStream::process_buffer() {
                                 false);
         return false;
       }
-      HCOMM_LOG(trace, log::kNet, "%s: frame kind %u op %llu step %u chunk %u, %llu bytes",
+      HCOMM_LOG(trace, core::log::kNet, "%s: frame kind %u op %llu step %u chunk %u, %llu bytes",
                 name_.c_str(), header_.kind, static_cast<unsigned long long>(header_.op_seq),
                 header_.step, header_.chunk, static_cast<unsigned long long>(header_.length));
       in_payload_ = true;
@@ -261,7 +261,7 @@ void TcpStream::hold() {
 
 void TcpStream::stop_holding() {
   if (dead_ || target_ != Target::held) return;
-  HCOMM_LOG(debug, log::kNet, "%s: no receive for op %llu step %u chunk %u within the hold",
+  HCOMM_LOG(debug, core::log::kNet, "%s: no receive for op %llu step %u chunk %u within the hold",
             name_.c_str(), static_cast<unsigned long long>(header_.op_seq), header_.step,
             header_.chunk);
   target_ = Target::unexpected;

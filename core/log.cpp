@@ -1,4 +1,4 @@
-#include "log/log.hpp"
+#include "core/log.hpp"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-namespace hcomm::log {
+namespace hcomm::core::log {
 namespace {
 
 std::atomic<int> g_level{-1};  // -1: environment not read yet
@@ -123,4 +123,4 @@ void write(Level level, Subsys subsys, const char* fmt, ...) {
   (void)ignored;
 }
 
-}  // namespace hcomm::log
+}  // namespace hcomm::core::log

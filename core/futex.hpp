@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <ctime>
 
-namespace hcomm::transport {
+namespace hcomm::core {
 
 /// `process`: the word lives in this process only (the cheaper private futex); `shared`: in
 /// memory mapped by several processes.
@@ -37,4 +37,4 @@ inline void futex_wake(std::atomic<uint32_t>* word, int count,
           0);
 }
 
-}  // namespace hcomm::transport
+}  // namespace hcomm::core

@@ -26,7 +26,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 namespace store_wire {
 
@@ -159,4 +159,4 @@ class StoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

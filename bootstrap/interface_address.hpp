@@ -5,7 +5,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 /// The IPv4 address (dotted quad) of network interface `ifname`, from getifaddrs. Fails with
 /// HCOMM_ERR_INVALID_ARG when there is no such interface or it has no IPv4 address; the message
@@ -21,4 +21,4 @@ Expected<std::string> interface_ipv4(const std::string& ifname);
 /// Fails with HCOMM_ERR_NO_DEVICE when none of these gives an address.
 Expected<std::string> pick_local_address(const std::string& ifname, const std::string& root_host);
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

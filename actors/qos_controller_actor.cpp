@@ -1,4 +1,4 @@
-#include "qos/qos_controller.hpp"
+#include "actors/qos_controller_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -11,15 +11,18 @@
 
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
-#include "log/log.hpp"
+#include "core/log.hpp"
 #include "qos/host_board.hpp"
 #include "qos/send_gate.hpp"
 #include "qos/share_allocator.hpp"
 
-namespace hcomm::qos {
+namespace hcomm::actors {
 namespace {
 
-using actors::qos_controller_actor;
+using qos::allocate_shares;
+using qos::ClassDemand;
+using qos::HostBoard;
+using qos::steady_ns;
 
 constexpr const char* kName = "qos_controller";
 
@@ -48,7 +51,7 @@ struct Seen {
 };
 
 struct ControllerState {
-  actors::Runtime* runtime = nullptr;
+  Runtime* runtime = nullptr;
   std::map<uint64_t, Member> members;
   std::map<std::pair<HostBoard*, int>, Seen> seen;
   bool ticking = false;
@@ -107,52 +110,52 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
     if (rate == m.rate && priority == m.priority) continue;
     m.rate = rate;
     m.priority = priority;
-    HCOMM_LOG(debug, log::kNet,
+    HCOMM_LOG(debug, core::log::kNet,
               "qos: communicator %016llx: %.1f Mbit/s (priority %d, %d of %zu tenants busy)",
               static_cast<unsigned long long>(comm), rate * 8 / 1e6, priority,
               static_cast<int>(std::count_if(demands.begin(), demands.end(),
                                              [](const ClassDemand& d) { return d.active; })),
               demands.size());
-    actors::Runtime* rt = st.runtime;
+    Runtime* rt = st.runtime;
     rt->engine().post(
         [rt, comm, priority, rate] { rt->send_gate().set_class(comm, priority, rate); });
   }
 }
 
 qos_controller_actor::behavior_type controller(
-    qos_controller_actor::stateful_pointer<ControllerState> self, actors::Runtime* runtime) {
+    qos_controller_actor::stateful_pointer<ControllerState> self, Runtime* runtime) {
   self->state.runtime = runtime;
   return {
-      [=](actors::qos_join_atom, uint64_t comm, const std::string& host_id, int32_t slot,
-          double capacity, double fallback) {
+      [=](qos_join_atom, uint64_t comm, const std::string& host_id, int32_t slot, double capacity,
+          double fallback) {
         auto board = HostBoard::get(host_id);
         if (!board.ok()) {
-          HCOMM_LOG(warn, log::kNet, "qos: %s", board.status().to_string().c_str());
+          HCOMM_LOG(warn, core::log::kNet, "qos: %s", board.status().to_string().c_str());
           return;
         }
         self->state.members[comm] = {board.value(), slot, capacity, fallback, -1, -1};
         divide(self);
         if (!self->state.ticking) {
           self->state.ticking = true;
-          self->delayed_send(self, kControllerPeriod, actors::tick_atom::value);
+          self->delayed_send(self, kQosControllerPeriod, tick_atom::value);
         }
       },
-      [=](actors::qos_leave_atom, uint64_t comm) { self->state.members.erase(comm); },
-      [=](actors::qos_change_atom) {
+      [=](qos_leave_atom, uint64_t comm) { self->state.members.erase(comm); },
+      [=](qos_change_atom) {
         for (auto& [comm, m] : self->state.members) m.rate = -1;
         divide(self);
       },
-      [=](actors::tick_atom) {
+      [=](tick_atom) {
         self->state.ticking = false;
         if (self->state.members.empty()) return;
         divide(self);
         self->state.ticking = true;
-        self->delayed_send(self, kControllerPeriod, actors::tick_atom::value);
+        self->delayed_send(self, kQosControllerPeriod, tick_atom::value);
       },
   };
 }
 
-qos_controller_actor find_or_spawn(actors::Runtime& runtime) {
+qos_controller_actor find_or_spawn(Runtime& runtime) {
   runtime.ensure_process_actor(kName, [&] {
     return caf::actor_cast<caf::actor>(runtime.system().spawn(controller, &runtime));
   });
@@ -161,18 +164,18 @@ qos_controller_actor find_or_spawn(actors::Runtime& runtime) {
 
 }  // namespace
 
-void join_controller(actors::Runtime& runtime, uint64_t comm, const std::string& host_id, int slot,
-                     double capacity, double fallback_capacity) {
-  caf::anon_send(find_or_spawn(runtime), actors::qos_join_atom::value, comm, host_id,
+void join_qos_controller(Runtime& runtime, uint64_t comm, const std::string& host_id, int slot,
+                         double capacity, double fallback_capacity) {
+  caf::anon_send(find_or_spawn(runtime), qos_join_atom::value, comm, host_id,
                  static_cast<int32_t>(slot), capacity, fallback_capacity);
 }
 
-void leave_controller(actors::Runtime& runtime, uint64_t comm) {
-  caf::anon_send(find_or_spawn(runtime), actors::qos_leave_atom::value, comm);
+void leave_qos_controller(Runtime& runtime, uint64_t comm) {
+  caf::anon_send(find_or_spawn(runtime), qos_leave_atom::value, comm);
 }
 
-void nudge_controller(actors::Runtime& runtime) {
-  caf::anon_send(find_or_spawn(runtime), actors::qos_change_atom::value);
+void nudge_qos_controller(Runtime& runtime) {
+  caf::anon_send(find_or_spawn(runtime), qos_change_atom::value);
 }
 
-}  // namespace hcomm::qos
+}  // namespace hcomm::actors

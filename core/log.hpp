@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace hcomm::log {
+namespace hcomm::core::log {
 
 enum class Level : int { off = 0, error = 1, warn = 2, info = 3, debug = 4, trace = 5 };
 
@@ -29,18 +29,18 @@ void set_rank(int rank);
 /// Re-reads HCOMM_DEBUG / HCOMM_DEBUG_SUBSYS (tests change them at run time).
 void reload_from_env();
 
-}  // namespace hcomm::log
+}  // namespace hcomm::core::log
 
-#define HCOMM_LOG(level, subsys, ...)                                       \
-  do {                                                                      \
-    if (::hcomm::log::enabled(::hcomm::log::Level::level, subsys))          \
-      ::hcomm::log::write(::hcomm::log::Level::level, subsys, __VA_ARGS__); \
+#define HCOMM_LOG(level, subsys, ...)                                                   \
+  do {                                                                                  \
+    if (::hcomm::core::log::enabled(::hcomm::core::log::Level::level, subsys))          \
+      ::hcomm::core::log::write(::hcomm::core::log::Level::level, subsys, __VA_ARGS__); \
   } while (0)
 
-/// HCOMM_LOG with a level chosen at run time (a hcomm::log::Level value).
-#define HCOMM_LOG_AT(level_value, subsys, ...)                    \
-  do {                                                            \
-    const ::hcomm::log::Level hcomm_log_level_ = (level_value);   \
-    if (::hcomm::log::enabled(hcomm_log_level_, subsys))          \
-      ::hcomm::log::write(hcomm_log_level_, subsys, __VA_ARGS__); \
+/// HCOMM_LOG with a level chosen at run time (a hcomm::core::log::Level value).
+#define HCOMM_LOG_AT(level_value, subsys, ...)                          \
+  do {                                                                  \
+    const ::hcomm::core::log::Level hcomm_log_level_ = (level_value);   \
+    if (::hcomm::core::log::enabled(hcomm_log_level_, subsys))          \
+      ::hcomm::core::log::write(hcomm_log_level_, subsys, __VA_ARGS__); \
   } while (0)

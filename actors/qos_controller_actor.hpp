@@ -10,18 +10,16 @@
 #include <string>
 
 namespace hcomm::actors {
+
 class Runtime;
-}
 
-namespace hcomm::qos {
-
-constexpr std::chrono::milliseconds kControllerPeriod{10};
+constexpr std::chrono::milliseconds kQosControllerPeriod{10};
 
 /// A communicator's class joins the controller (spawned on first use).
-void join_controller(actors::Runtime& runtime, uint64_t comm, const std::string& host_id, int slot,
-                     double capacity, double fallback_capacity);
-void leave_controller(actors::Runtime& runtime, uint64_t comm);
+void join_qos_controller(Runtime& runtime, uint64_t comm, const std::string& host_id, int slot,
+                         double capacity, double fallback_capacity);
+void leave_qos_controller(Runtime& runtime, uint64_t comm);
 /// Divide again now (a class changed, or traffic moved to or from a fallback link).
-void nudge_controller(actors::Runtime& runtime);
+void nudge_qos_controller(Runtime& runtime);
 
-}  // namespace hcomm::qos
+}  // namespace hcomm::actors

@@ -14,7 +14,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 struct LaunchEnv {
   int rank = -1;          ///< -1: no launcher variable found
@@ -44,4 +44,4 @@ Expected<HostPort> parse_host_port(const std::string& s);
 Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
                                 int64_t max);
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

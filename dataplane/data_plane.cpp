@@ -1,11 +1,11 @@
-#include "actors/data_plane.hpp"
+#include "dataplane/data_plane.hpp"
 
+#include "core/log.hpp"
 #include "failover/reliable_link.hpp"
-#include "log/log.hpp"
 #include "transport/connection_link.hpp"
 #include "transport/link_protocol.hpp"
 
-namespace hcomm::actors {
+namespace hcomm::dataplane {
 
 DataPlane::DataPlane(transport::ProgressEngine& engine,
                      std::vector<std::unique_ptr<Protocol>> protocols,
@@ -158,7 +158,7 @@ void DataPlane::abort(const std::string& reason) {
   executor_.abort_all(status);
   for (auto& link : links_)
     if (link && link->is_up())
-      link->send_abort(params_.comm_id, coll::ScheduleExecutor::kAbortAll, reason);
+      link->send_abort(params_.comm_id, collectives::ScheduleExecutor::kAbortAll, reason);
 }
 
 void DataPlane::on_link_failed(int peer, const Status& status, bool graceful) {
@@ -197,4 +197,4 @@ void DataPlane::poll_closed(transport::ProgressEngine::Clock::time_point deadlin
                         });
 }
 
-}  // namespace hcomm::actors
+}  // namespace hcomm::dataplane

@@ -20,7 +20,7 @@
 #include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
 
-namespace hcomm::actors {
+namespace hcomm::dataplane {
 
 struct DataPlaneParams {
   uint32_t comm_id = 0;
@@ -60,7 +60,7 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   void connect_peer(int peer, transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
                     Callback on_down);
   /// Engine thread: runs an operation.
-  void start(coll::OperationPtr op, coll::Schedule schedule) {
+  void start(collectives::OperationPtr op, collectives::Schedule schedule) {
     executor_.start(std::move(op), std::move(schedule));
   }
   /// Engine thread: fails what is running, says goodbye to every peer and calls `done` once each
@@ -116,7 +116,7 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   DataPlaneParams params_;
   std::vector<std::unique_ptr<Protocol>> protocols_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  coll::ScheduleExecutor executor_;
+  collectives::ScheduleExecutor executor_;
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::vector<Callback> on_down_;
   std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
@@ -130,4 +130,4 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   transport::ProgressEngine::TimerId poll_timer_ = 0;  // close()'s poll for the peers' goodbyes
 };
 
-}  // namespace hcomm::actors
+}  // namespace hcomm::dataplane

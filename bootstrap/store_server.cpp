@@ -1,4 +1,4 @@
-#include "actors/bootstrap/store_server.hpp"
+#include "bootstrap/store_server.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 using namespace store_wire;  // NOLINT: the wire vocabulary is this file's subject
 using Clock = std::chrono::steady_clock;
@@ -121,7 +121,7 @@ struct StoreServer::Impl {
       int n = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), wait_ms);
       if (n < 0) {
         if (errno == EINTR) continue;
-        HCOMM_LOG(error, ::hcomm::log::kBoot, "rendezvous store %s: epoll_wait failed: %s",
+        HCOMM_LOG(error, ::hcomm::core::log::kBoot, "rendezvous store %s: epoll_wait failed: %s",
                   addr.c_str(), errno_text(errno).c_str());
         break;
       }
@@ -157,14 +157,14 @@ struct StoreServer::Impl {
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EMFILE || errno == ENFILE) {
-          HCOMM_LOG(warn, ::hcomm::log::kBoot,
+          HCOMM_LOG(warn, ::hcomm::core::log::kBoot,
                     "rendezvous store %s: out of file descriptors with %zu clients; raise "
                     "`ulimit -n`. Accepting again when a client leaves",
                     addr.c_str(), conns.size());
           epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
           listen_paused = true;
         } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          HCOMM_LOG(warn, ::hcomm::log::kBoot, "rendezvous store %s: accept failed: %s",
+          HCOMM_LOG(warn, ::hcomm::core::log::kBoot, "rendezvous store %s: accept failed: %s",
                     addr.c_str(), errno_text(errno).c_str());
         }
         return;
@@ -183,7 +183,7 @@ struct StoreServer::Impl {
       c.id = id;
       c.fd = fd;
       c.peer = sockaddr_text(peer);
-      HCOMM_LOG(debug, ::hcomm::log::kBoot, "rendezvous store %s: client %s connected",
+      HCOMM_LOG(debug, ::hcomm::core::log::kBoot, "rendezvous store %s: client %s connected",
                 addr.c_str(), c.peer.c_str());
     }
   }
@@ -198,8 +198,8 @@ struct StoreServer::Impl {
       if (r < 0 && errno == EINTR) continue;
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       // EOF or a reset: the client is gone, whatever it was waiting for.
-      HCOMM_LOG(debug, ::hcomm::log::kBoot, "rendezvous store %s: client %s left%s", addr.c_str(),
-                c.peer.c_str(), c.parked ? " while waiting" : "");
+      HCOMM_LOG(debug, ::hcomm::core::log::kBoot, "rendezvous store %s: client %s left%s",
+                addr.c_str(), c.peer.c_str(), c.parked ? " while waiting" : "");
       c.dead = true;
       return;
     }
@@ -432,14 +432,15 @@ struct StoreServer::Impl {
   }
 
   void reply_error(Conn& c, const std::string& message) {
-    HCOMM_LOG(warn, ::hcomm::log::kBoot, "rendezvous store %s: refused a request of %s: %s",
+    HCOMM_LOG(warn, ::hcomm::core::log::kBoot, "rendezvous store %s: refused a request of %s: %s",
               addr.c_str(), c.peer.c_str(), message.c_str());
     send_frame(c, FrameWriter().u8(kError).str(message).take());
   }
 
   void protocol_error(Conn& c, const std::string& what) {
-    HCOMM_LOG(warn, ::hcomm::log::kBoot, "rendezvous store %s: closing the connection of %s: it %s",
-              addr.c_str(), c.peer.c_str(), what.c_str());
+    HCOMM_LOG(warn, ::hcomm::core::log::kBoot,
+              "rendezvous store %s: closing the connection of %s: it %s", addr.c_str(),
+              c.peer.c_str(), what.c_str());
     c.dead = true;
   }
 
@@ -491,7 +492,7 @@ StoreServer::~StoreServer() {
   ssize_t r = write(impl_->wake_fd, &one, sizeof(one));
   (void)r;
   if (impl_->thread.joinable()) impl_->thread.join();
-  HCOMM_LOG(info, ::hcomm::log::kBoot, "rendezvous store %s stopped", impl_->addr.c_str());
+  HCOMM_LOG(info, ::hcomm::core::log::kBoot, "rendezvous store %s stopped", impl_->addr.c_str());
 }
 
 uint16_t StoreServer::port() const {
@@ -570,8 +571,8 @@ Expected<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bin
 
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->run(); });
-  HCOMM_LOG(info, ::hcomm::log::kBoot, "rendezvous store listening on %s", raw->addr.c_str());
+  HCOMM_LOG(info, ::hcomm::core::log::kBoot, "rendezvous store listening on %s", raw->addr.c_str());
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
 }
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

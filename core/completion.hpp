@@ -15,7 +15,7 @@
 #include "hcomm/status.hpp"
 #include "hcomm/work.hpp"
 
-namespace hcomm::detail {
+namespace hcomm::core {
 
 class Completion;
 
@@ -55,4 +55,4 @@ class Completion {
   std::weak_ptr<ProgressDriver> driver_;
 };
 
-}  // namespace hcomm::detail
+}  // namespace hcomm::core

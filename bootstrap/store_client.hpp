@@ -9,7 +9,7 @@
 
 #include "hcomm/status.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 /// One connection to the store. Every call blocks with a deadline. Not thread-safe: one thread
 /// at a time. The first transport failure is cached: every later call returns it.
@@ -60,4 +60,4 @@ class StoreClient {
   Status broken_;  ///< first fatal error; every call fails with it once set
 };
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

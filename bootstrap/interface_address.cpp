@@ -1,4 +1,4 @@
-#include "actors/bootstrap/interface_address.hpp"
+#include "bootstrap/interface_address.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -12,9 +12,9 @@
 #include <cstring>
 #include <vector>
 
-#include "log/log.hpp"
+#include "core/log.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 namespace {
 
 struct Iface {
@@ -109,7 +109,7 @@ Expected<std::string> interface_ipv4(const std::string& ifname) {
                         describe(*ifaces) + ". Set HCOMM_SOCKET_IFNAME to one that has");
     }
     if (!i.up) {
-      HCOMM_LOG(warn, ::hcomm::log::kBoot, "interface %s (%s) is down", ifname.c_str(),
+      HCOMM_LOG(warn, ::hcomm::core::log::kBoot, "interface %s (%s) is down", ifname.c_str(),
                 i.ipv4.c_str());
     }
     return i.ipv4;
@@ -125,7 +125,7 @@ Expected<std::string> pick_local_address(const std::string& ifname, const std::s
   if (!root_host.empty()) {
     std::string routed = route_source_address(root_host);
     if (!routed.empty()) {
-      HCOMM_LOG(info, ::hcomm::log::kBoot, "using %s, the local address towards the root %s",
+      HCOMM_LOG(info, ::hcomm::core::log::kBoot, "using %s, the local address towards the root %s",
                 routed.c_str(), root_host.c_str());
       return routed;
     }
@@ -134,7 +134,7 @@ Expected<std::string> pick_local_address(const std::string& ifname, const std::s
   if (!ifaces) return ifaces.status();
   for (const auto& i : *ifaces) {
     if (i.up && !i.loopback && !i.ipv4.empty()) {
-      HCOMM_LOG(info, ::hcomm::log::kBoot, "using %s of interface %s (first one up)",
+      HCOMM_LOG(info, ::hcomm::core::log::kBoot, "using %s of interface %s (first one up)",
                 i.ipv4.c_str(), i.name.c_str());
       return i.ipv4;
     }
@@ -145,4 +145,4 @@ Expected<std::string> pick_local_address(const std::string& ifname, const std::s
                     ". Set HCOMM_SOCKET_IFNAME");
 }
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

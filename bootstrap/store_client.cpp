@@ -1,4 +1,4 @@
-#include "actors/bootstrap/store_client.hpp"
+#include "bootstrap/store_client.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -14,10 +14,10 @@
 #include <cstring>
 #include <thread>
 
-#include "actors/bootstrap/store_server.hpp"
-#include "log/log.hpp"
+#include "bootstrap/store_server.hpp"
+#include "core/log.hpp"
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 
 using namespace store_wire;  // NOLINT: the wire vocabulary is this file's subject
 using Clock = std::chrono::steady_clock;
@@ -138,7 +138,7 @@ Expected<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& h
           uint32_t version = 0;
           std::string message;
           if (r.u8(&code) && code == kOk && r.u32(&version)) {
-            HCOMM_LOG(debug, ::hcomm::log::kBoot,
+            HCOMM_LOG(debug, ::hcomm::core::log::kBoot,
                       "connected to the rendezvous root at %s (attempt %d)", root.c_str(),
                       attempts);
             return client;
@@ -393,4 +393,4 @@ Expected<int64_t> StoreClient::add(const std::string& key, int64_t delta) {
       Status(HCOMM_ERR_TRANSPORT, "malformed ADD reply from the rendezvous root at " + root_));
 }
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap

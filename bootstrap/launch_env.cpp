@@ -1,10 +1,10 @@
-#include "actors/bootstrap/launch_env.hpp"
+#include "bootstrap/launch_env.hpp"
 
 #include <cctype>
 #include <climits>
 #include <cstdlib>
 
-namespace hcomm::boot {
+namespace hcomm::bootstrap {
 namespace {
 
 /// The value of `name`, or "" when unset (set-but-empty counts as unset).
@@ -172,4 +172,4 @@ Expected<LaunchEnv> read_launch_env() {
   return out;
 }
 
-}  // namespace hcomm::boot
+}  // namespace hcomm::bootstrap
