@@ -12,6 +12,7 @@
 
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
+#include "dataplane/peer_plan.hpp"
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
@@ -20,12 +21,8 @@
 
 namespace hcomm::actors {
 
-/// Where a rank is: its host (same id = same host) and its listening address.
-struct RankPlace {
-  std::string host_id;
-  std::string host_name;
-  std::string endpoint;
-};
+/// Where a rank is: its host (same id = same host), its listening address, its protocols.
+using RankPlace = dataplane::RankRecord;
 
 class CommunicatorControl {
  public:
@@ -49,7 +46,7 @@ class CommunicatorControl {
   void remove_poller(transport::Poller* poller);
   /// The slot board of a communicator whose ranks are all on this host (once; empty otherwise).
   std::optional<transport::shm::SlotBoard> take_slot_board();
-  /// What this rank's link to `peer` uses: "self", "shm" or "tcp".
+  /// The protocol this rank's link to `peer` uses ("self" for this rank): for people.
   const std::string& transport_to(int peer) const;
   /// Payload bytes this rank has sent to `peer` over its link so far.
   uint64_t bytes_sent(int peer) const;

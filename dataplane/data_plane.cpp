@@ -1,29 +1,26 @@
 #include "dataplane/data_plane.hpp"
 
+#include <algorithm>
+
 #include "core/log.hpp"
-#include "failover/reliable_link.hpp"
-#include "transport/connection_link.hpp"
-#include "transport/link_protocol.hpp"
 
 namespace hcomm::dataplane {
 
 DataPlane::DataPlane(transport::ProgressEngine& engine,
-                     std::vector<std::unique_ptr<Protocol>> protocols,
-                     std::vector<std::unique_ptr<Connection>> connections, DataPlaneParams params)
+                     std::vector<std::unique_ptr<transport::LinkProtocol>> protocols,
+                     DataPlaneParams params)
     : engine_(engine),
       params_(std::move(params)),
       protocols_(std::move(protocols)),
-      connections_(std::move(connections)),
-      executor_(params_.comm_id, params_.rank, params_.size),
-      links_(static_cast<size_t>(params_.size)),
-      on_down_(static_cast<size_t>(params_.size)),
-      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(params_.size)]()),
-      carrier_(new std::atomic<int>[static_cast<size_t>(params_.size)]()),
-      lost_(new std::atomic<bool>[static_cast<size_t>(params_.size)]()) {
+      executor_(params_.comm_id, params_.rank, size()),
+      links_(static_cast<size_t>(size())),
+      reliable_(static_cast<size_t>(size()), nullptr),
+      on_down_(static_cast<size_t>(size())),
+      bytes_sent_(new std::atomic<uint64_t>[static_cast<size_t>(size())]()),
+      paced_(static_cast<size_t>(size())),
+      carrier_(new std::atomic<int>[static_cast<size_t>(size())]()),
+      lost_(new std::atomic<bool>[static_cast<size_t>(size())]()) {
   executor_.set_activity_counter(&engine_.active_operations());
-  params_.reliable.resize(static_cast<size_t>(params_.size), false);
-  params_.shaped.resize(static_cast<size_t>(params_.size), false);
-  paced_.resize(static_cast<size_t>(params_.size));
 }
 
 DataPlane::~DataPlane() {
@@ -32,79 +29,60 @@ DataPlane::~DataPlane() {
   if (params_.gate != nullptr) params_.gate->remove_class(params_.comm_uid);
   executor_.fail_all({HCOMM_ERR_ABORTED, "the communicator was destroyed"});
   links_.clear();
-  for (auto& p : protocols_)
-    if (auto* lp = dynamic_cast<transport::LinkProtocol*>(p.get())) lp->shutdown();
+  for (auto& p : protocols_) p->shutdown();
   protocols_.clear();
+}
+
+transport::LinkContext DataPlane::context_for(int peer) {
+  const PeerPlan& plan = params_.peers[static_cast<size_t>(peer)];
+  transport::LinkContext ctx;
+  ctx.engine = &engine_;
+  ctx.observer = this;
+  ctx.comm_id = params_.comm_id;
+  ctx.comm_uid = params_.comm_uid;
+  ctx.my_rank = params_.rank;
+  ctx.world_size = size();
+  ctx.peer = peer;
+  ctx.peer_address = plan.address;
+  ctx.bytes_sent = &bytes_sent_[static_cast<size_t>(peer)];
+  return ctx;
 }
 
 void DataPlane::connect_peer(int peer, transport::ProgressEngine::Clock::time_point deadline,
                              Callback on_up, Callback on_down) {
   const auto i = static_cast<size_t>(peer);
   on_down_[i] = std::move(on_down);
-  Protocol* protocol = params_.protocol_of[i];
-  if (params_.reliable[i]) return connect_reliable(peer, deadline, std::move(on_up));
-  if (auto* lp = dynamic_cast<transport::LinkProtocol*>(protocol)) {
-    transport::LinkContext ctx;
-    ctx.engine = &engine_;
-    ctx.observer = this;
-    ctx.comm_id = params_.comm_id;
-    ctx.comm_uid = params_.comm_uid;
-    ctx.my_rank = params_.rank;
-    ctx.world_size = params_.size;
-    ctx.peer = peer;
-    ctx.peer_address = params_.address_of[i];
-    ctx.bytes_sent = &bytes_sent_[i];
-    links_[i] = lp->create_link(ctx, deadline, std::move(on_up));
-    if (links_[i]) attach(peer, links_[i].get());
-    return;
-  }
-  // An application's protocol: its Connection is up already.
-  links_[i] = std::make_unique<transport::ConnectionLink>(
-      engine_, *this, std::move(connections_[i]), protocol->caps(), params_.protocol_name_of[i],
-      params_.rank, peer, params_.comm_id, &bytes_sent_[i]);
-  attach(peer, links_[i].get());
-  on_up(Status{});
+  const PeerPlan& plan = params_.peers[i];
+  if (plan.reliable) return connect_reliable(peer, deadline, std::move(on_up));
+  links_[i] = plan.protocol->create_link(context_for(peer), deadline, std::move(on_up));
+  if (links_[i]) attach(peer, links_[i].get());
 }
 
 void DataPlane::connect_reliable(int peer, transport::ProgressEngine::Clock::time_point deadline,
                                  Callback on_up) {
   const auto i = static_cast<size_t>(peer);
   const Config& cfg = params_.config;
+  const PeerPlan& plan = params_.peers[i];
   failover::ReliableLinkParams rp;
-  rp.context.engine = &engine_;
-  rp.context.comm_id = params_.comm_id;
-  rp.context.comm_uid = params_.comm_uid;
-  rp.context.my_rank = params_.rank;
-  rp.context.world_size = params_.size;
-  rp.context.peer = peer;
-  rp.context.bytes_sent = &bytes_sent_[i];
-  Protocol* protocol = params_.protocol_of[i];
-  auto* primary = dynamic_cast<transport::LinkProtocol*>(protocol);
-  rp.slots[failover::kPrimary] = {primary, params_.protocol_name_of[i], params_.address_of[i]};
-  rp.slots[failover::kFallback] = {params_.fallback, "tcp-fallback",
-                                   params_.fallback_address_of[i]};
+  rp.context = context_for(peer);
+  rp.context.observer = nullptr;  // set per link by the ReliableLink
+  rp.context.peer_address.clear();
+  rp.slots[failover::kPrimary] = {plan.protocol, plan.protocol_name, plan.address};
+  rp.slots[failover::kFallback] = {params_.fallback, kFallbackKey, plan.fallback_address};
   rp.keepalive_interval = cfg.keepalive_interval;
   rp.keepalive_timeout = cfg.keepalive_timeout;
   rp.phi_threshold = cfg.phi_threshold;
   rp.redial_timeout = std::max(std::chrono::milliseconds(1000), 3 * cfg.keepalive_timeout);
   auto link = std::make_unique<failover::ReliableLink>(std::move(rp), *this, *this, recorder_);
-  if (primary == nullptr) {
-    // An application's protocol: its Connection is up already (and cannot be made again).
-    link->adopt(failover::kPrimary,
-                std::make_unique<transport::ConnectionLink>(
-                    engine_, link->observer_for(failover::kPrimary), std::move(connections_[i]),
-                    protocol->caps(), params_.protocol_name_of[i], params_.rank, peer,
-                    params_.comm_id, &bytes_sent_[i]));
-  }
-  auto* raw = link.get();
+  reliable_[i] = link.get();
   links_[i] = std::move(link);
-  attach(peer, raw);
-  raw->establish(deadline, std::move(on_up));
+  attach(peer, reliable_[i]);
+  reliable_[i]->establish(deadline, std::move(on_up));
 }
 
 void DataPlane::attach(int peer, transport::Link* link) {
   const auto i = static_cast<size_t>(peer);
-  if (params_.gate != nullptr && params_.shaped[i]) {
+  if (params_.gate != nullptr && params_.peers[i].paced) {
     paced_[i] = std::make_unique<qos::PacedLink>(*link, *params_.gate, params_.comm_uid);
     link = paced_[i].get();
   }
@@ -117,8 +95,7 @@ void DataPlane::set_traffic_class(int tos) {
 }
 
 void DataPlane::command(int peer, const failover::SupervisorCommand& c) {
-  if (auto* link = dynamic_cast<failover::ReliableLink*>(links_[static_cast<size_t>(peer)].get()))
-    link->command(c);
+  if (failover::ReliableLink* link = reliable_[static_cast<size_t>(peer)]) link->command(c);
 }
 
 void DataPlane::on_channel_event(const failover::ChannelEvent& e) {
@@ -126,9 +103,9 @@ void DataPlane::on_channel_event(const failover::ChannelEvent& e) {
     carrier_[static_cast<size_t>(e.peer)].store(e.slot, std::memory_order_relaxed);
     if (on_fallback_) {
       bool any = false;
-      for (int r = 0; r < params_.size; ++r)
+      for (int r = 0; r < size(); ++r)
         any |=
-            params_.reliable[static_cast<size_t>(r)] &&
+            reliable_[static_cast<size_t>(r)] != nullptr &&
             carrier_[static_cast<size_t>(r)].load(std::memory_order_relaxed) == failover::kFallback;
       on_fallback_(any);
     }
@@ -137,15 +114,14 @@ void DataPlane::on_channel_event(const failover::ChannelEvent& e) {
 }
 
 std::string DataPlane::carrier(int peer) const {
-  const auto i = static_cast<size_t>(peer);
-  if (peer == params_.rank) return "self";
-  if (!params_.reliable[i]) return params_.protocol_name_of[i];
+  const PeerPlan& plan = params_.peers[static_cast<size_t>(peer)];
+  if (!plan.reliable) return plan.protocol_name;
   if (lost(peer)) return "lost";
-  switch (carrier_[i].load(std::memory_order_relaxed)) {
+  switch (carrier_[static_cast<size_t>(peer)].load(std::memory_order_relaxed)) {
     case failover::kPrimary:
-      return params_.protocol_name_of[i];
+      return plan.protocol_name;
     case failover::kFallback:
-      return "tcp-fallback";
+      return kFallbackKey;
     default:
       return "none";
   }

@@ -1,7 +1,10 @@
-// The engine-side objects of one communicator: the protocols it opened, one link per peer (made
-// by the protocol chosen for that peer; under failover a ReliableLink over that link and a TCP
-// fallback) and the schedule executor. Lives on the progress engine's thread; the actors reach
-// it only through ProgressEngine::post().
+// dataplane/: the engine-side objects of one communicator and how creation decides them.
+//
+// The DataPlane owns the protocols a communicator opened, one link per peer — made by the
+// protocol its PeerPlan names; under failover a ReliableLink over that link and a TCP fallback;
+// through the QoS send gate when the plan says it is paced — and the schedule executor that runs
+// operations over them. It lives on the progress engine's thread: every method but the "any
+// thread" ones is called there; the actors reach it only through ProgressEngine::post().
 #pragma once
 
 #include <atomic>
@@ -11,10 +14,11 @@
 #include <vector>
 
 #include "collectives/schedule_executor.hpp"
+#include "dataplane/peer_plan.hpp"
 #include "failover/failover_recorder.hpp"
 #include "failover/link_supervisor.hpp"
+#include "failover/reliable_link.hpp"
 #include "hcomm/config.hpp"
-#include "hcomm/protocol.hpp"
 #include "qos/send_gate.hpp"
 #include "transport/link.hpp"
 #include "transport/link_protocol.hpp"
@@ -26,22 +30,13 @@ struct DataPlaneParams {
   uint32_t comm_id = 0;
   uint64_t comm_uid = 0;
   int rank = 0;
-  int size = 1;
-  /// By peer: the protocol that carries it (null for this rank), its name, and the address the
-  /// peer published for it.
-  std::vector<Protocol*> protocol_of;
-  std::vector<std::string> protocol_name_of;
-  std::vector<std::string> address_of;
-  /// Failover: by peer, whether its link is a ReliableLink with a fallback made by `fallback`
-  /// (one of the protocols) to the peer's fallback_address_of.
-  std::vector<bool> reliable;
+  /// By rank (this one included).
+  std::vector<PeerPlan> peers;
+  /// The fallback links' protocol (one of the owned protocols; null without failover).
   transport::LinkProtocol* fallback = nullptr;
-  std::vector<std::string> fallback_address_of;
   Config config;  ///< keep-alive and reconnection settings
-  /// QoS: the process's send gate, and by peer whether its frames go through it (peers on
-  /// other hosts); the communicator's class in the gate is comm_uid.
+  /// QoS: the process's send gate; the communicator's class in it is comm_uid.
   qos::SendGate* gate = nullptr;
-  std::vector<bool> shaped;
 };
 
 class DataPlane final : public transport::LinkObserver, public failover::ChannelListener {
@@ -49,26 +44,29 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   using Callback = std::function<void(const Status&)>;
   using EventSink = std::function<void(const failover::ChannelEvent&)>;
 
-  /// `protocols`: every protocol opened for this communicator (owned from now on);
-  /// `connections`: by peer, the Connection an application protocol made (null otherwise).
-  DataPlane(transport::ProgressEngine& engine, std::vector<std::unique_ptr<Protocol>> protocols,
-            std::vector<std::unique_ptr<Connection>> connections, DataPlaneParams params);
+  /// `protocols`: every protocol opened for this communicator, the fallback's included (owned
+  /// from now on; shut down when the plane is destroyed).
+  DataPlane(transport::ProgressEngine& engine,
+            std::vector<std::unique_ptr<transport::LinkProtocol>> protocols,
+            DataPlaneParams params);
   ~DataPlane();
 
-  /// Engine thread: establishes the link to `peer`; `on_up` runs once with the outcome,
-  /// `on_down` whenever the established link fails later.
+  int size() const { return static_cast<int>(params_.peers.size()); }
+
+  /// Establishes the link to `peer`; `on_up` runs once with the outcome, `on_down` whenever the
+  /// established link fails later.
   void connect_peer(int peer, transport::ProgressEngine::Clock::time_point deadline, Callback on_up,
                     Callback on_down);
-  /// Engine thread: runs an operation.
+  /// Runs an operation.
   void start(collectives::OperationPtr op, collectives::Schedule schedule) {
     executor_.start(std::move(op), std::move(schedule));
   }
-  /// Engine thread: fails what is running, says goodbye to every peer and calls `done` once each
-  /// peer has closed too or `grace` has passed.
+  /// Fails what is running, says goodbye to every peer and calls `done` once each peer has
+  /// closed too or `grace` has passed.
   void close(std::chrono::milliseconds grace, std::function<void()> done);
-  /// Engine thread: Communicator::abort().
+  /// Communicator::abort().
   void abort(const std::string& reason);
-  /// Engine thread: marks every link's packets (IP TOS) from now on.
+  /// Marks every link's packets (IP TOS) from now on.
   void set_traffic_class(int tos);
   /// Before connect_peer(): told whether traffic to some peer goes over its fallback link.
   void set_fallback_listener(std::function<void(bool)> listener) {
@@ -78,7 +76,7 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   // ---- failover
   /// Before connect_peer(): where the ReliableLinks' events go (the link supervisor actor).
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
-  /// Engine thread: the supervisor's decision for `peer`.
+  /// The supervisor's decision for `peer`.
   void command(int peer, const failover::SupervisorCommand& command);
   void on_channel_event(const failover::ChannelEvent& event) override;
   /// Any thread: what carries traffic to `peer` now (see RankInfo::transport).
@@ -105,19 +103,20 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   }
 
  private:
+  transport::LinkContext context_for(int peer);
   void poll_closed(transport::ProgressEngine::Clock::time_point deadline,
                    std::function<void()> done);
   void connect_reliable(int peer, transport::ProgressEngine::Clock::time_point deadline,
                         Callback on_up);
-  /// Hands `link` to the executor, through the QoS gate when the peer is shaped.
+  /// Hands `link` to the executor, through the QoS gate when the peer is paced.
   void attach(int peer, transport::Link* link);
 
   transport::ProgressEngine& engine_;
   DataPlaneParams params_;
-  std::vector<std::unique_ptr<Protocol>> protocols_;
-  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<transport::LinkProtocol>> protocols_;
   collectives::ScheduleExecutor executor_;
   std::vector<std::unique_ptr<transport::Link>> links_;
+  std::vector<failover::ReliableLink*> reliable_;  // by peer, into links_; null: none
   std::vector<Callback> on_down_;
   std::unique_ptr<std::atomic<uint64_t>[]> bytes_sent_;  // by peer
   failover::FailoverRecorder recorder_;

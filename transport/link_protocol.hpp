@@ -1,6 +1,13 @@
-// A protocol built into hcomm: registered and chosen like an application's (hcomm/protocol.hpp),
-// but it hands the data plane Links (transport/link.hpp) instead of message Connections, so its
-// bytes move zero-copy and its frames are matched where they land.
+// How hcomm makes links to peers: the interface every protocol a communicator opens has inside
+// hcomm. Its own (tcp, shm, rdma) implement it directly, so their links move bytes zero-copy and
+// match frames where they land; an application's hcomm::Protocol (hcomm/protocol.hpp) is wrapped
+// in a ConnectionProtocol (transport/connection_protocol.hpp), whose links carry frames over the
+// application's message Connections. The registry (protocol_registry.hpp) hands out both alike.
+//
+// Lifecycle per communicator: attach() → open() on every rank (its address is published) →
+// reaches() per peer → prepare() with the peers it carries → create_link() per peer on the
+// engine thread → shutdown() when the data plane closes. Under failover, offer()/redial() make
+// links again after the first one failed.
 #pragma once
 
 #include <atomic>
@@ -35,10 +42,20 @@ struct LinkContext {
   uint32_t generation = 0;
 };
 
-class LinkProtocol : public Protocol {
+/// A peer a protocol carries, as prepare() is told.
+struct PeerAddress {
+  int rank = -1;
+  std::string address;  ///< what the peer's open() published
+};
+
+class LinkProtocol {
  public:
   using UpCallback = std::function<void(const Status&)>;
 
+  virtual ~LinkProtocol() = default;
+
+  /// What the protocol can do (queried, not discovered by failure).
+  virtual ProtocolCaps caps() const = 0;
   /// Before open(): the engine the links will live on, the communicator's configuration and
   /// the IP TOS byte (DSCP << 2) its traffic class marks packets with.
   virtual void attach(ProgressEngine& engine, const Config& config, int traffic_class) {
@@ -46,11 +63,17 @@ class LinkProtocol : public Protocol {
     config_ = config;
     traffic_class_ = traffic_class;
   }
+  /// Creating thread: prepares this rank (opens a device, binds a listener) and returns the
+  /// address every other rank receives. HCOMM_ERR_NO_DEVICE: not usable on this rank.
+  virtual Expected<std::string> open(const ProtocolContext& context) = 0;
+  /// Whether this rank can reach `peer`, which published `address` and runs on `peer_host_id`.
+  virtual bool reaches(int peer, const std::string& peer_host_id,
+                       const std::string& address) const = 0;
   /// Creating thread, after every rank published its address and the peers this protocol
-  /// carries are chosen (`peers`, ascending): whatever must be exchanged beyond the address
-  /// (queue pair numbers) goes through `rendezvous` here. When it returns OK on every rank,
-  /// create_link() may send at once.
-  virtual Status prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+  /// carries are chosen (`peers`, by ascending rank): whatever must be exchanged or connected
+  /// beyond the address (queue pair numbers, an application's connections) happens here, by
+  /// `deadline`. When it returns OK on every rank, create_link() may send at once.
+  virtual Status prepare(const std::vector<PeerAddress>& peers, Rendezvous& rendezvous,
                          Rendezvous::Deadline deadline) {
     (void)peers;
     (void)rendezvous;
@@ -58,7 +81,7 @@ class LinkProtocol : public Protocol {
     return {};
   }
   /// Engine thread: a link to context.peer that starts establishing itself at once; `on_up`
-  /// runs once with the outcome, by `deadline`.
+  /// runs once with the outcome, by `deadline`. Null only after on_up reported why.
   virtual std::unique_ptr<Link> create_link(const LinkContext& context,
                                             ProgressEngine::Clock::time_point deadline,
                                             UpCallback on_up) = 0;
@@ -86,12 +109,6 @@ class LinkProtocol : public Protocol {
                                        UpCallback on_up) {
     (void)peer_offer;
     return create_link(context, deadline, std::move(on_up));
-  }
-
-  /// Built-ins make links, not connections.
-  Expected<std::unique_ptr<Connection>> connect(int, const std::string&,
-                                                std::chrono::steady_clock::time_point) override {
-    return Status{HCOMM_ERR_INTERNAL, "a built-in protocol makes links, not connections"};
   }
 
  protected:

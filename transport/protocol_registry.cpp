@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/log.hpp"
+#include "transport/connection_protocol.hpp"
 
 namespace hcomm::transport {
 namespace {
@@ -57,8 +58,25 @@ std::vector<RegisteredProtocol> registered() {
   return r.protocols;
 }
 
-Expected<std::unique_ptr<Protocol>> make_protocol(const std::string& name) {
-  ProtocolFactory factory;
+Expected<std::unique_ptr<LinkProtocol>> make_protocol(const RegisteredProtocol& entry) {
+  // Outside the registry's lock: an application's factory may itself look at the registry.
+  std::unique_ptr<LinkProtocol> protocol;
+  try {
+    protocol = entry.factory();
+  } catch (const std::exception& e) {
+    return Status{HCOMM_ERR_INVALID_ARG,
+                  "the factory of protocol '" + entry.name + "' threw: " + e.what()};
+  } catch (...) {
+    return Status{HCOMM_ERR_INVALID_ARG, "the factory of protocol '" + entry.name + "' threw"};
+  }
+  if (!protocol)
+    return Status{HCOMM_ERR_INVALID_ARG,
+                  "the factory of protocol '" + entry.name + "' returned null"};
+  return protocol;
+}
+
+Expected<std::unique_ptr<LinkProtocol>> make_protocol(const std::string& name) {
+  RegisteredProtocol entry;
   {
     Registry& r = ready_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -70,34 +88,18 @@ Expected<std::unique_ptr<Protocol>> make_protocol(const std::string& name) {
                         "' is registered (registered: " + names_of(r.protocols) +
                         "): check HCOMM_TRANSPORT, or register it with HCOMM_REGISTER_PROTOCOL "
                         "before creating the communicator"};
-    factory = it->factory;
+    entry = *it;
   }
-  // Outside the lock: an application's factory may itself look at the registry.
-  std::unique_ptr<Protocol> protocol;
-  try {
-    protocol = factory();
-  } catch (const std::exception& e) {
-    return Status{HCOMM_ERR_INVALID_ARG,
-                  "the factory of protocol '" + name + "' threw: " + e.what()};
-  } catch (...) {
-    return Status{HCOMM_ERR_INVALID_ARG, "the factory of protocol '" + name + "' threw"};
-  }
-  if (!protocol)
-    return Status{HCOMM_ERR_INVALID_ARG, "the factory of protocol '" + name + "' returned null"};
-  return protocol;
+  return make_protocol(entry);
 }
 
-}  // namespace hcomm::transport
-
-namespace hcomm {
-
-bool register_protocol(const std::string& name, ProtocolFactory factory, int preference) {
+bool register_link_protocol(const std::string& name, LinkProtocolFactory factory, int preference) {
   if (name.empty() || !factory) {
     HCOMM_LOG(warn, core::log::kNet,
               "register_protocol: a protocol needs a name and a factory ('%s')", name.c_str());
     return false;
   }
-  auto& r = transport::ready_registry();
+  auto& r = ready_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (const auto& p : r.protocols) {
     if (p.name == name) {
@@ -106,10 +108,26 @@ bool register_protocol(const std::string& name, ProtocolFactory factory, int pre
       return false;
     }
   }
-  transport::RegisteredProtocol entry{name, preference, std::move(factory)};
-  auto at = std::upper_bound(r.protocols.begin(), r.protocols.end(), entry, transport::before);
+  RegisteredProtocol entry{name, preference, std::move(factory)};
+  auto at = std::upper_bound(r.protocols.begin(), r.protocols.end(), entry, before);
   r.protocols.insert(at, std::move(entry));
   return true;
+}
+
+}  // namespace hcomm::transport
+
+namespace hcomm {
+
+bool register_protocol(const std::string& name, ProtocolFactory factory, int preference) {
+  if (!factory) return transport::register_link_protocol(name, nullptr, preference);
+  return transport::register_link_protocol(
+      name,
+      [name, factory = std::move(factory)]() -> std::unique_ptr<transport::LinkProtocol> {
+        std::unique_ptr<Protocol> protocol = factory();
+        if (!protocol) return nullptr;
+        return std::make_unique<transport::ConnectionProtocol>(name, std::move(protocol));
+      },
+      preference);
 }
 
 std::vector<std::string> registered_protocols() {

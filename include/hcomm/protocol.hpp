@@ -8,7 +8,7 @@
 //
 // An application protocol moves whole messages (Connection); hcomm puts its frames (header and
 // payload) into them and does matching, reductions and error handling itself. Built-in protocols
-// implement the same Protocol class and additionally drive hcomm's internal link interface for
+// are registered and chosen the same way, but drive hcomm's internal link interface directly for
 // zero-copy paths.
 //
 //   class MyProtocol : public hcomm::Protocol { ... };
@@ -38,6 +38,11 @@ struct ProtocolCaps {
   bool detects_peer_failure = false;
   /// Only reaches ranks on this host (same host identity).
   bool same_host_only = false;
+  /// Its traffic crosses the host's network link, so the QoS classes' rates pace it.
+  bool paced = true;
+  /// Its medium fails only when a process does (shared memory): a reliable channel with a
+  /// fallback link is of no use over it unless HCOMM_FAILOVER=on asks for one.
+  bool fails_only_with_process = false;
 };
 
 /// What a protocol is told when a communicator opens it.

@@ -218,8 +218,9 @@ struct Pair {
     caps.detects_peer_failure = true;
     side.rank = me;
     on_engine(side.engine, [&] {
-      side.link = std::make_unique<ConnectionLink>(side.engine, side.observer, std::move(c), caps,
-                                                   "unix", me, peer, kComm, &side.bytes_sent);
+      side.link = std::make_unique<ConnectionLink>(
+          side.engine, side.observer, ConnectionLink::Identity{me, peer, kComm, &side.bytes_sent},
+          std::move(c), caps, "unix");
     });
   }
 
@@ -474,8 +475,8 @@ TEST_CASE("ConnectionLink: caps, description, and a protocol whose messages are 
   hcomm::ProtocolCaps caps;
   caps.max_message_bytes = 1024;
   on_engine(engine, [&] {
-    ConnectionLink link(engine, observer, std::make_unique<example::UnixSocketConnection>(fds[0]),
-                        caps, "tiny", 0, 1, kComm, nullptr);
+    ConnectionLink link(engine, observer, ConnectionLink::Identity{0, 1, kComm, nullptr},
+                        std::make_unique<example::UnixSocketConnection>(fds[0]), caps, "tiny");
     CHECK_FALSE(link.is_up());
     CHECK(link.error().code() == hcomm::HCOMM_ERR_INVALID_ARG);
     CHECK(link.error().message().find("4096") != std::string::npos);

@@ -6,7 +6,7 @@ namespace hcomm::transport::rdma {
 
 ProtocolCaps RdmaProtocol::caps() const {
   ProtocolCaps c;
-  c.max_message_bytes = RdmaLink::kSlotBytes;
+  c.max_message_bytes = QueuePairSet::kSlotBytes;
   c.one_sided = true;
   c.detects_peer_failure = true;  // completion errors once the retries are exhausted
   return c;
@@ -21,10 +21,8 @@ Expected<std::string> RdmaProtocol::open(const ProtocolContext& context) {
   return device_->name() + " " + gid_text(device_->gid());
 }
 
-RdmaLinkParams RdmaProtocol::link_params(int peer) const {
-  RdmaLinkParams params;
-  params.my_rank = context_.rank;
-  params.peer = peer;
+QueuePairParams RdmaProtocol::queue_pair_params() const {
+  QueuePairParams params;
   params.num_qps = config_.num_qps;
   params.max_inline = config_.max_inline;
   params.timeout = config_.rdma_timeout;
@@ -32,26 +30,30 @@ RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's marking, as on TCP.
   params.traffic_class =
       config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class : traffic_class_;
-  params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
-                   : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
-                                                       : BufferMode::zero_copy;
   return params;
 }
 
-Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+BufferMode RdmaProtocol::buffer_mode() const {
+  return config_.rdma_buffers == "static"    ? BufferMode::fixed
+         : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
+                                             : BufferMode::zero_copy;
+}
+
+Status RdmaProtocol::prepare(const std::vector<PeerAddress>& peers, Rendezvous& rendezvous,
                              Rendezvous::Deadline deadline) {
   // One line per peer: "<peer> <endpoint>".
   std::string mine;
-  for (int peer : peers) {
-    auto link = RdmaLink::create(device_, link_params(peer));
-    if (!link.ok()) return link.status();
-    mine += std::to_string(peer) + " " + link.value()->local_endpoint().encode() + "\n";
-    links_[peer] = std::move(link.value());
+  for (const PeerAddress& p : peers) {
+    auto qps = QueuePairSet::create(device_, queue_pair_params(), p.rank);
+    if (!qps.ok()) return qps.status();
+    mine += std::to_string(p.rank) + " " + qps.value()->local_endpoint().encode() + "\n";
+    prepared_[p.rank] = std::move(qps.value());
   }
   const std::string me = std::to_string(context_.rank);
   Status st = rendezvous.set("rdma/" + me, mine);
   if (!st.ok()) return st;
-  for (int peer : peers) {
+  for (const PeerAddress& p : peers) {
+    const int peer = p.rank;
     auto theirs = rendezvous.get("rdma/" + std::to_string(peer), deadline);
     if (!theirs.ok()) return theirs.status();
     std::istringstream lines(theirs.value());
@@ -62,7 +64,7 @@ Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvo
       if (line.substr(0, space) != me) continue;
       auto endpoint = RdmaEndpoint::decode(line.substr(space + 1));
       if (!endpoint.ok()) return endpoint.status();
-      st = links_[peer]->connect(endpoint.value());
+      st = prepared_[peer]->connect(endpoint.value());
       if (!st.ok()) return st;
       found = true;
     }
@@ -75,8 +77,8 @@ Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvo
   // in RTR is dropped and retried, and HCOMM_RDMA_RETRY_CNT retries may not outlast a slow peer.
   st = rendezvous.set("rdma-rts/" + me, "1");
   if (!st.ok()) return st;
-  for (int peer : peers) {
-    auto ready = rendezvous.get("rdma-rts/" + std::to_string(peer), deadline);
+  for (const PeerAddress& p : peers) {
+    auto ready = rendezvous.get("rdma-rts/" + std::to_string(p.rank), deadline);
     if (!ready.ok()) return ready.status();
   }
   return {};
@@ -85,23 +87,24 @@ Status RdmaProtocol::prepare(const std::vector<int>& peers, Rendezvous& rendezvo
 std::unique_ptr<Link> RdmaProtocol::create_link(const LinkContext& context,
                                                 ProgressEngine::Clock::time_point,
                                                 UpCallback on_up) {
-  auto it = links_.find(context.peer);
-  if (it == links_.end()) {
+  auto it = prepared_.find(context.peer);
+  if (it == prepared_.end()) {
     on_up(
         {HCOMM_ERR_INTERNAL, "no RDMA link was prepared for rank " + std::to_string(context.peer)});
     return nullptr;
   }
-  std::unique_ptr<RdmaLink> link = std::move(it->second);
-  links_.erase(it);
-  link->start(*engine_, *context.observer, context.bytes_sent, std::move(on_up));
-  return link;
+  std::unique_ptr<QueuePairSet> qps = std::move(it->second);
+  prepared_.erase(it);
+  MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
+  return std::make_unique<RdmaLink>(*engine_, *context.observer, id, std::move(qps), buffer_mode(),
+                                    std::move(on_up));
 }
 
 Expected<std::string> RdmaProtocol::offer(const LinkContext& context) {
-  auto link = RdmaLink::create(device_, link_params(context.peer));
-  if (!link.ok()) return link.status();
-  std::string endpoint = link.value()->local_endpoint().encode();
-  links_[context.peer] = std::move(link.value());
+  auto qps = QueuePairSet::create(device_, queue_pair_params(), context.peer);
+  if (!qps.ok()) return qps.status();
+  std::string endpoint = qps.value()->local_endpoint().encode();
+  prepared_[context.peer] = std::move(qps.value());
   return endpoint;
 }
 
@@ -109,8 +112,8 @@ std::unique_ptr<Link> RdmaProtocol::redial(const LinkContext& context,
                                            const std::string& peer_offer,
                                            ProgressEngine::Clock::time_point deadline,
                                            UpCallback on_up) {
-  auto it = links_.find(context.peer);
-  if (it == links_.end()) {
+  auto it = prepared_.find(context.peer);
+  if (it == prepared_.end()) {
     on_up({HCOMM_ERR_INTERNAL,
            "no RDMA queue pairs were offered to rank " + std::to_string(context.peer)});
     return nullptr;
@@ -118,7 +121,7 @@ std::unique_ptr<Link> RdmaProtocol::redial(const LinkContext& context,
   auto endpoint = RdmaEndpoint::decode(peer_offer);
   Status st = endpoint.ok() ? it->second->connect(endpoint.value()) : endpoint.status();
   if (!st.ok()) {
-    links_.erase(it);
+    prepared_.erase(it);
     on_up(st);
     return nullptr;
   }

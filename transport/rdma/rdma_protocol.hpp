@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "transport/link_protocol.hpp"
+#include "transport/rdma/queue_pairs.hpp"
 #include "transport/rdma/rdma_device.hpp"
 #include "transport/rdma/rdma_link.hpp"
 
@@ -26,7 +27,7 @@ class RdmaProtocol final : public LinkProtocol {
   bool reaches(int, const std::string&, const std::string& address) const override {
     return !address.empty();
   }
-  Status prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+  Status prepare(const std::vector<PeerAddress>& peers, Rendezvous& rendezvous,
                  Rendezvous::Deadline deadline) override;
   std::unique_ptr<Link> create_link(const LinkContext& context,
                                     ProgressEngine::Clock::time_point deadline,
@@ -39,11 +40,12 @@ class RdmaProtocol final : public LinkProtocol {
                                UpCallback on_up) override;
 
  private:
-  RdmaLinkParams link_params(int peer) const;
+  QueuePairParams queue_pair_params() const;
+  BufferMode buffer_mode() const;
 
   ProtocolContext context_;
   std::shared_ptr<RdmaDevice> device_;
-  std::map<int, std::unique_ptr<RdmaLink>> links_;  // prepared, not yet handed out
+  std::map<int, std::unique_ptr<QueuePairSet>> prepared_;  // by peer, not yet linked
 };
 
 }  // namespace hcomm::transport::rdma

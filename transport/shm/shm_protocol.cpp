@@ -10,6 +10,8 @@ ProtocolCaps ShmProtocol::caps() const {
   c.max_message_bytes = SIZE_MAX;
   c.detects_peer_failure = true;  // the peer's pid and start time are checked
   c.same_host_only = true;
+  c.paced = false;
+  c.fails_only_with_process = true;
   return c;
 }
 
@@ -22,7 +24,7 @@ bool ShmProtocol::reaches(int, const std::string& peer_host_id, const std::strin
   return peer_host_id == host_id_;
 }
 
-Status ShmProtocol::prepare(const std::vector<int>&, Rendezvous&, Rendezvous::Deadline) {
+Status ShmProtocol::prepare(const std::vector<PeerAddress>&, Rendezvous&, Rendezvous::Deadline) {
   reap_dead_segments();
   return {};
 }
@@ -30,13 +32,9 @@ Status ShmProtocol::prepare(const std::vector<int>&, Rendezvous&, Rendezvous::De
 std::unique_ptr<Link> ShmProtocol::create_link(const LinkContext& context,
                                                ProgressEngine::Clock::time_point deadline,
                                                UpCallback on_up) {
-  ShmLinkParams p;
-  p.comm_id = context.comm_id;
-  p.comm_uid = context.comm_uid;
-  p.my_rank = context.my_rank;
-  p.peer = context.peer;
-  p.bytes_sent = context.bytes_sent;
-  auto link = std::make_unique<ShmLink>(*engine_, p, *context.observer, std::move(on_up));
+  MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
+  auto link = std::make_unique<ShmLink>(*engine_, *context.observer, id, context.comm_uid,
+                                        std::move(on_up));
   link->establish(deadline);
   return link;
 }

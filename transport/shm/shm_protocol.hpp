@@ -16,7 +16,7 @@ class ShmProtocol final : public LinkProtocol {
   bool reaches(int peer, const std::string& peer_host_id,
                const std::string& address) const override;
   /// Reaps dead runs' segments (before this communicator creates its own).
-  Status prepare(const std::vector<int>& peers, Rendezvous& rendezvous,
+  Status prepare(const std::vector<PeerAddress>& peers, Rendezvous& rendezvous,
                  Rendezvous::Deadline deadline) override;
   std::unique_ptr<Link> create_link(const LinkContext& context,
                                     ProgressEngine::Clock::time_point deadline,

@@ -25,19 +25,16 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
     listening_ = true;
   }
   TcpLinkParams p;
-  p.comm_id = context.comm_id;
   p.comm_uid = context.comm_uid;
-  p.my_rank = context.my_rank;
   p.world_size = context.world_size;
-  p.peer = context.peer;
   p.peer_endpoint = context.peer_address;
   p.num_streams = config_.sockets_per_peer;
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
                       traffic_class_};
-  p.bytes_sent = context.bytes_sent;
   p.generation = context.generation;
   if (context.my_rank < context.peer) p.listener = listener_.get();
-  auto link = std::make_unique<TcpLink>(*engine_, p, *context.observer, std::move(on_up));
+  MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
+  auto link = std::make_unique<TcpLink>(*engine_, *context.observer, id, p, std::move(on_up));
   // The higher rank connects, the lower one accepts: exactly one connection set per pair.
   if (context.my_rank > context.peer) {
     link->connect(deadline);

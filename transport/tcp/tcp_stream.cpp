@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/errno_text.hpp"
 #include "core/log.hpp"
 
 namespace hcomm::transport::tcp {
@@ -16,41 +17,40 @@ constexpr size_t kRxBuffer = 256 * 1024;
 // Below this a payload goes through the receive buffer (one recv for many small frames); above
 // it, straight into its destination.
 constexpr size_t kDirectThreshold = 16 * 1024;
-constexpr size_t kMaxControlPayload = 64 * 1024;
-// Frames at least this large that arrive before their receive are held in the socket (hold()),
-// for at most kHoldFor.
-constexpr size_t kHoldThreshold = 64 * 1024;
-constexpr auto kHoldFor = std::chrono::microseconds(200);
 constexpr int kMaxIov = 64;
+// Reads per readiness event before other fds get their turn.
+constexpr int kReadRounds = 64;
 constexpr size_t kHeader = sizeof(FrameHeader);
 }  // namespace
 
-TcpStream::TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, std::string name)
-    : engine_(engine), fd_(fd), owner_(owner), name_(std::move(name)), rx_(kRxBuffer) {
+TcpStream::TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, FrameRouter& router,
+                     std::string name)
+    : engine_(engine),
+      fd_(fd),
+      owner_(owner),
+      name_(std::move(name)),
+      rx_(kRxBuffer),
+      in_(router, kHold) {
   engine_.add_fd(fd_, EPOLLIN, this);
 }
 
 TcpStream::~TcpStream() {
-  Status closed{HCOMM_ERR_ABORTED, "connection closed"};
-  shut(closed, closed);
+  const Status closed{HCOMM_ERR_ABORTED, name_ + " was closed"};
+  for (SendRequest* r : shut()) r->on_sent(closed);
+  in_.fail(closed);
 }
 
-void TcpStream::shut(const Status& status, const Status& send_status) {
-  if (dead_) return;
+std::vector<SendRequest*> TcpStream::shut() {
+  if (dead_) return {};
   dead_ = true;
   if (hold_timer_ != 0) engine_.cancel_timer(hold_timer_);
   hold_timer_ = 0;
   engine_.remove_fd(fd_);
-  close(fd_);
-  std::deque<SendRequest*> failed;
-  failed.swap(queue_);
+  ::close(fd_);
+  std::vector<SendRequest*> unsent(queue_.begin(), queue_.end());
+  queue_.clear();
   queued_bytes_ = 0;
-  RecvRequest* in_progress =
-      (target_ == Target::direct || target_ == Target::pieces) ? request_ : nullptr;
-  target_ = Target::none;
-  request_ = nullptr;
-  for (auto* r : failed) r->on_sent(send_status);
-  if (in_progress != nullptr) in_progress->on_received(status);
+  return unsent;
 }
 
 void TcpStream::enqueue(SendRequest* request) {
@@ -69,7 +69,7 @@ void TcpStream::finish_sending() {
 }
 
 void TcpStream::update_interest() {
-  const uint32_t in = target_ == Target::held ? 0u : EPOLLIN;
+  const uint32_t in = in_.held() ? 0u : EPOLLIN;
   if (!dead_) engine_.modify_fd(fd_, in | (want_write_ ? EPOLLOUT : 0u));
 }
 
@@ -106,7 +106,7 @@ void TcpStream::flush() {
         }
         break;
       }
-      Status st{HCOMM_ERR_TRANSPORT, "send to " + name_ + " failed: " + strerror(errno)};
+      const Status st{HCOMM_ERR_TRANSPORT, core::errno_text("send to " + name_ + " failed", errno)};
       for (auto* r : done) r->on_sent({});
       owner_.on_stream_failed(st, false);
       return;
@@ -141,17 +141,14 @@ void TcpStream::on_events(int, uint32_t events) {
 }
 
 void TcpStream::read_some() {
-  for (int round = 0; round < 64 && !dead_; ++round) {
+  for (int round = 0; round < kReadRounds && !dead_; ++round) {
     if (!process_buffer()) return;
     ssize_t n;
-    size_t remaining = in_payload_ ? header_.length - payload_done_ : 0;
-    bool direct_capable = target_ == Target::direct || target_ == Target::unexpected;
-    if (in_payload_ && direct_capable && rx_begin_ == rx_end_ && remaining >= kDirectThreshold) {
-      std::byte* dst = target_ == Target::direct ? direct_ : unexpected_.data();
-      n = recv(fd_, dst + payload_done_, remaining, MSG_DONTWAIT);
+    std::byte* direct = in_.active() && rx_begin_ == rx_end_ ? in_.target() : nullptr;
+    if (direct != nullptr && in_.missing() >= kDirectThreshold) {
+      n = recv(fd_, direct, in_.missing(), MSG_DONTWAIT);
       if (n > 0) {
-        payload_done_ += static_cast<size_t>(n);
-        if (payload_done_ == header_.length) finish_payload();
+        handle(in_.wrote(static_cast<size_t>(n)));
         continue;
       }
     } else {
@@ -173,7 +170,7 @@ void TcpStream::read_some() {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     owner_.on_stream_failed(
-        {HCOMM_ERR_TRANSPORT, "receive from " + name_ + " failed: " + strerror(errno)}, false);
+        {HCOMM_ERR_TRANSPORT, core::errno_text("receive from " + name_ + " failed", errno)}, false);
     return;
   }
   // Fairness: other fds get their turn; level-triggered epoll brings us back for what is still
@@ -183,13 +180,14 @@ void TcpStream::read_some() {
 
 bool TcpStream::process_buffer() {
   while (!dead_) {
-    if (target_ == Target::held) return false;
-    size_t avail = rx_end_ - rx_begin_;
-    if (!in_payload_) {
+    if (in_.held()) return false;
+    const size_t avail = rx_end_ - rx_begin_;
+    if (!in_.active()) {
       if (avail < kHeader) return true;
-      std::memcpy(&header_, rx_.data() + rx_begin_, kHeader);
+      FrameHeader h;
+      std::memcpy(&h, rx_.data() + rx_begin_, kHeader);
       rx_begin_ += kHeader;
-      if ((header_.magic != FrameHeader::kMagic || header_.version != FrameHeader::kVersion)) {
+      if (h.magic != FrameHeader::kMagic || h.version != FrameHeader::kVersion) {
         owner_.on_stream_failed({HCOMM_ERR_TRANSPORT, "protocol error on " + name_ +
                                                           ": bad frame magic (not an hcomm peer, "
                                                           "or a different hcomm version?)"},
@@ -197,132 +195,56 @@ bool TcpStream::process_buffer() {
         return false;
       }
       HCOMM_LOG(trace, core::log::kNet, "%s: frame kind %u op %llu step %u chunk %u, %llu bytes",
-                name_.c_str(), header_.kind, static_cast<unsigned long long>(header_.op_seq),
-                header_.step, header_.chunk, static_cast<unsigned long long>(header_.length));
-      in_payload_ = true;
-      payload_done_ = 0;
-      start_payload();
+                name_.c_str(), h.kind, static_cast<unsigned long long>(h.op_seq), h.step, h.chunk,
+                static_cast<unsigned long long>(h.length));
+      const IncomingFrame::Event event = in_.begin(h);
+      if (in_.held()) {
+        hold();
+        return false;
+      }
+      handle(event);
       continue;
     }
-    size_t remaining = header_.length - payload_done_;
+    const size_t remaining = in_.missing();
     size_t take = std::min(avail, remaining);
-    if (target_ == Target::pieces && take < remaining) {
-      size_t g = request_->piece_granularity();
-      take -= take % g;
-    }
+    std::byte* dst = in_.target();
+    if (dst == nullptr && take < remaining) take -= take % in_.granularity();
     if (take == 0 && remaining > 0) return true;
-    deliver(rx_.data() + rx_begin_, take);
+    const std::byte* data = rx_.data() + rx_begin_;
     rx_begin_ += take;
-    payload_done_ += take;
-    if (payload_done_ == header_.length) finish_payload();
+    if (dst != nullptr) {
+      std::memcpy(dst, data, take);
+      handle(in_.wrote(take));
+    } else {
+      handle(in_.add(data, take));
+    }
   }
   return false;
 }
 
-void TcpStream::start_payload() {
-  request_ = nullptr;
-  auto kind = static_cast<FrameKind>(header_.kind);
-  if (kind == FrameKind::abort || kind == FrameKind::close || kind == FrameKind::channel) {
-    target_ = header_.length <= kMaxControlPayload ? Target::control : Target::discard;
-    control_.clear();
-  } else if (owner_.drop(header_)) {
-    target_ = Target::discard;
-  } else if (RecvRequest* r = owner_.match(header_)) {
-    take(r);
-  } else if (header_.length >= kHoldThreshold) {
-    hold();
-  } else {
-    target_ = Target::unexpected;
-    unexpected_ = owner_.take_payload(header_.length);
-  }
-  if (header_.length == 0) finish_payload();
-}
-
-void TcpStream::take(RecvRequest* r) {
-  Status st = r->accept(header_);
-  if (!st.ok()) {
-    target_ = Target::discard;
-    r->on_received(st);
-  } else {
-    request_ = r;
-    direct_ = static_cast<std::byte*>(r->destination());
-    target_ = direct_ != nullptr ? Target::direct : Target::pieces;
-  }
+void TcpStream::handle(IncomingFrame::Event event) {
+  if (event == IncomingFrame::Event::goodbye) owner_.on_goodbye();
 }
 
 void TcpStream::hold() {
-  target_ = Target::held;
   update_interest();
-  hold_timer_ = engine_.add_timer(ProgressEngine::Clock::now() + kHoldFor, [this] {
+  hold_timer_ = engine_.add_timer(in_.hold_deadline(), [this] {
     hold_timer_ = 0;
-    stop_holding();
+    if (dead_ || !in_.held()) return;
+    HCOMM_LOG(debug, core::log::kNet, "%s: no receive for op %llu step %u chunk %u within the hold",
+              name_.c_str(), static_cast<unsigned long long>(in_.header().op_seq),
+              in_.header().step, in_.header().chunk);
+    in_.release_hold();
+    resume();
   });
 }
 
-void TcpStream::stop_holding() {
-  if (dead_ || target_ != Target::held) return;
-  HCOMM_LOG(debug, core::log::kNet, "%s: no receive for op %llu step %u chunk %u within the hold",
-            name_.c_str(), static_cast<unsigned long long>(header_.op_seq), header_.step,
-            header_.chunk);
-  target_ = Target::unexpected;
-  unexpected_ = owner_.take_payload(header_.length);
-  resume();
-}
-
-bool TcpStream::claim(RecvRequest* request) {
-  if (dead_ || target_ != Target::held || !(MatchKey::of(header_) == request->key)) return false;
-  engine_.cancel_timer(hold_timer_);
-  hold_timer_ = 0;
-  take(request);
-  resume();
-  return true;
-}
-
 void TcpStream::resume() {
+  if (dead_) return;
+  if (hold_timer_ != 0) engine_.cancel_timer(hold_timer_);
+  hold_timer_ = 0;
   update_interest();
   read_some();
-}
-
-void TcpStream::deliver(const std::byte* data, size_t bytes) {
-  switch (target_) {
-    case Target::direct:
-      std::memcpy(direct_ + payload_done_, data, bytes);
-      break;
-    case Target::pieces:
-      request_->on_piece(payload_done_, data, bytes);
-      break;
-    case Target::unexpected:
-      std::memcpy(unexpected_.data() + payload_done_, data, bytes);
-      break;
-    case Target::control:
-      control_.append(reinterpret_cast<const char*>(data), bytes);
-      break;
-    default:
-      break;
-  }
-}
-
-void TcpStream::finish_payload() {
-  // Reset first: the callbacks below may post work that re-enters this stream.
-  in_payload_ = false;
-  Target target = target_;
-  target_ = Target::none;
-  RecvRequest* r = request_;
-  request_ = nullptr;
-  switch (target) {
-    case Target::direct:
-    case Target::pieces:
-      r->on_received({});
-      break;
-    case Target::unexpected:
-      owner_.store_unexpected(header_, std::move(unexpected_));
-      break;
-    case Target::control:
-      owner_.on_control(header_, std::move(control_));
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace hcomm::transport::tcp

@@ -1,6 +1,8 @@
 // One TCP connection of a TcpLink: frames out (scatter-gather from the callers' buffers) and
-// frames in (straight into the destination when the receive is posted and the payload is large,
-// through a small buffer otherwise). Engine thread only.
+// frames in, routed by the link's FrameRouter: straight into the destination when the receive is
+// posted and the payload is large, through a small buffer otherwise; a large frame nobody waits
+// for yet is held in the socket (the HoldPolicy) so that its receive still gets it in place.
+// Engine thread only.
 #pragma once
 
 #include <cstddef>
@@ -8,23 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "transport/frame_router.hpp"
 #include "transport/link.hpp"
-#include "transport/payload.hpp"
 #include "transport/progress_engine.hpp"
 
 namespace hcomm::transport::tcp {
 
-/// The link a stream belongs to: matching, unexpected frames, control frames, failures.
+/// The link a stream belongs to.
 class StreamOwner {
  public:
-  /// The posted receive for this frame, removed from the posted set; nullptr when none.
-  virtual RecvRequest* match(const FrameHeader& header) = 0;
-  /// True when the frame's operation was aborted here and its payload is to be dropped.
-  virtual bool drop(const FrameHeader& header) = 0;
-  /// A buffer for a frame that arrived before its receive (recycled by the owner).
-  virtual Payload take_payload(size_t bytes) = 0;
-  virtual void store_unexpected(const FrameHeader& header, Payload payload) = 0;
-  virtual void on_control(const FrameHeader& header, std::string payload) = 0;
+  /// A close frame arrived on this stream.
+  virtual void on_goodbye() = 0;
   /// The connection broke (error, or end of stream when `eof`).
   virtual void on_stream_failed(const Status& status, bool eof) = 0;
 
@@ -34,7 +30,11 @@ class StreamOwner {
 
 class TcpStream final : public FdHandler {
  public:
-  TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, std::string name);
+  /// Frames of at least 64 KiB are held in the socket for at most 200 us.
+  static constexpr HoldPolicy kHold{64 * 1024, std::chrono::microseconds(200)};
+
+  TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, FrameRouter& router,
+            std::string name);
   ~TcpStream();
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
@@ -42,38 +42,26 @@ class TcpStream final : public FdHandler {
   /// Queues a frame and writes what the socket takes now.
   void enqueue(SendRequest* request);
   size_t queued_bytes() const { return queued_bytes_; }
-  /// Completes queued sends with `send_status` and fails the receive in progress with `status`;
-  /// closes the socket. Idempotent.
-  void shut(const Status& status, const Status& send_status);
+  /// Closes the socket and hands back the sends not written; the frame in progress stays for the
+  /// router to fail. Idempotent.
+  std::vector<SendRequest*> shut();
   /// Half-closes once the queue is written (FIN after the last frame); reading goes on, so the
   /// peer's last frames are not lost to a reset.
   void finish_sending();
 
   void on_events(int fd, uint32_t events) override;
-  /// If this stream holds back the payload of a frame `request` matches (see hold()), hands it
-  /// to `request` and resumes reading; false otherwise.
-  bool claim(RecvRequest* request);
-  /// Reading is paused for a held frame (see hold()).
-  bool holding() const { return target_ == Target::held; }
+  /// A post claimed the frame this stream holds: read on.
+  void resume();
+  IncomingFrame& incoming() { return in_; }
   int fd() const { return fd_; }
 
  private:
-  enum class Target { none, direct, pieces, unexpected, held, control, discard };
-
   void flush();
   void read_some();
   bool process_buffer();
-  void start_payload();
-  void take(RecvRequest* request);
-  /// A large frame nobody waits for yet: leave its payload in the socket for a moment, so that
-  /// the receive, usually posted microseconds later, gets it straight into its destination
-  /// instead of through a buffer and a copy. Bounded, so that a receive that can only be posted
-  /// after a later frame of this stream arrives still gets it (then through a buffer).
+  /// The frame just begun is held: stop reading the socket until claimed or the hold ends.
   void hold();
-  void stop_holding();
-  void resume();
-  void deliver(const std::byte* data, size_t bytes);
-  void finish_payload();
+  void handle(IncomingFrame::Event event);
   void update_interest();
 
   ProgressEngine& engine_;
@@ -92,15 +80,8 @@ class TcpStream final : public FdHandler {
   // ---- receiving
   std::vector<std::byte> rx_;
   size_t rx_begin_ = 0, rx_end_ = 0;
-  bool in_payload_ = false;
-  FrameHeader header_;
-  size_t payload_done_ = 0;
-  Target target_ = Target::none;
-  RecvRequest* request_ = nullptr;
-  std::byte* direct_ = nullptr;
-  Payload unexpected_;
+  IncomingFrame in_;
   ProgressEngine::TimerId hold_timer_ = 0;
-  std::string control_;
 };
 
 }  // namespace hcomm::transport::tcp
