@@ -1,7 +1,7 @@
-// The communicator behind the public class: checks arguments, numbers operations, picks their
-// algorithm, builds their schedule and hands it to the data plane — all on the calling thread,
-// under one lock, so that operations start in the order they were called (ranks agree on
-// numbers by calling collectives in the same order).
+// The communicator behind the public class: numbers operations, picks their algorithm, builds
+// their schedule and hands it to the data plane — all on the calling thread, under one lock, so
+// that operations start in the order they were called (ranks agree on numbers by calling
+// collectives in the same order).
 #pragma once
 
 #include <climits>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "actors/communicator_control.hpp"
+#include "api/operation_builder.hpp"
 #include "collectives/algorithm_selector.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/slot_collectives.hpp"
@@ -29,6 +30,8 @@ class CommunicatorImpl {
   ~CommunicatorImpl();
 
   const Config& config() const { return cfg_; }
+  /// The operations of the public calls, their arguments checked.
+  const OperationBuilder& build() const { return build_; }
   int rank() const { return cfg_.rank; }
   int size() const { return cfg_.world_size; }
 
@@ -72,15 +75,6 @@ class CommunicatorImpl {
   /// Communicator::shrink().
   Expected<Config> shrunk_config();
 
-  // ---- argument checks: an empty Status when all is well
-  Status check_type(const char* what, DataType dtype) const;
-  Status check_op(const char* what, ReduceOp op) const;
-  Status check_buffer(const char* what, const char* role, const void* p, size_t count,
-                      DataType dtype) const;
-  Status check_rank(const char* what, const char* role, int r) const;
-  Status check_counts(const char* what, const char* role, const std::vector<size_t>& counts,
-                      const std::vector<size_t>& displs) const;
-
  private:
   class EngineDriver;
   void log_choice(const collectives::Operation& op,
@@ -91,6 +85,7 @@ class CommunicatorImpl {
                      std::optional<collectives::LinkCost> local_cost = {});
 
   Config cfg_;
+  OperationBuilder build_;
   std::unique_ptr<actors::CommunicatorControl> control_;
   collectives::AlgorithmChoice forced_;
   std::unique_ptr<collectives::AlgorithmSelector> selector_;

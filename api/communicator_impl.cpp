@@ -1,0 +1,246 @@
+#include "api/communicator_impl.hpp"
+
+#include <climits>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "collectives/algorithms.hpp"
+#include "core/log.hpp"
+
+namespace hcomm::api {
+
+/// Lets a waiting thread run the engine for its spin budget.
+class CommunicatorImpl::EngineDriver final : public core::ProgressDriver {
+ public:
+  EngineDriver(actors::CommunicatorControl& control, std::chrono::microseconds spin)
+      : control_(control), spin_(spin) {}
+  /// Whether a waiting thread drives at all (else it leaves progress to the engine thread).
+  bool spins() const { return spin_.count() > 0; }
+  void drive(const core::Completion& c, std::chrono::steady_clock::time_point deadline) override {
+    if (!spins()) return;
+    auto until = std::min(deadline, std::chrono::steady_clock::now() + spin_);
+    control_.drive_until([&c] { return c.done(); }, until);
+  }
+
+ private:
+  actors::CommunicatorControl& control_;
+  std::chrono::microseconds spin_;
+};
+
+namespace {
+
+/// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
+/// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
+uint64_t p2p_key(int tag, uint32_t nth) {
+  return (uint64_t{1} << 63) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) | nth;
+}
+
+std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
+  if (cfg.spin_us >= 0) return std::chrono::microseconds(cfg.spin_us);
+  // With a core per local rank, a waiter busy polls long enough to cover a mid-size operation;
+  // with more ranks than cores, spinning takes the core a peer needs to answer.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::chrono::microseconds(static_cast<unsigned>(local_ranks) <= cores ? 500 : 0);
+}
+
+}  // namespace
+
+CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::CommunicatorControl> control,
+                                   collectives::AlgorithmChoice forced, std::vector<int> ring_order)
+    : cfg_(std::move(cfg)),
+      build_(cfg_.rank, cfg_.world_size),
+      control_(std::move(control)),
+      forced_(forced),
+      driver_(
+          std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))),
+      ring_order_(std::move(ring_order)) {
+  // Like host_of_: empty when it would say nothing (the identity), so plans skip it.
+  bool identity = true;
+  for (size_t p = 0; p < ring_order_.size(); ++p) identity &= ring_order_[p] == static_cast<int>(p);
+  if (identity) ring_order_.clear();
+  // Hosts numbered in order of their lowest rank: the same numbering on every rank.
+  std::map<std::string, int> host_index;
+  for (const auto& place : control_->places()) {
+    auto it = host_index.emplace(place.host_id, static_cast<int>(host_index.size())).first;
+    host_of_.push_back(it->second);
+  }
+  if (host_index.size() <= 1) host_of_.clear();
+  if (auto board = control_->take_slot_board()) {
+    slots_ = std::make_shared<collectives::SlotCollectives>(
+        std::move(*board), cfg_.rank, spin_budget(cfg_, control_->local_ranks()));
+    control_->add_poller(slots_.get());
+  }
+  make_selector(collectives::LinkCost{});
+}
+
+void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
+                                     std::optional<collectives::LinkCost> local_cost) {
+  std::map<int, int> ranks_per_host;
+  for (int h : host_of_) ++ranks_per_host[h];
+  int largest = 0;
+  for (const auto& [host, ranks] : ranks_per_host) largest = std::max(largest, ranks);
+  selector_ = std::make_unique<collectives::AlgorithmSelector>(
+      cfg_.world_size, cost, forced_, cfg_.chunk_bytes,
+      std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest, local_cost);
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  if (slots_) control_->remove_poller(slots_.get());
+  slots_.reset();
+  driver_.reset();  // Works that outlive the communicator wait without driving
+  control_.reset();
+}
+
+void CommunicatorImpl::log_choice(const collectives::Operation& op,
+                                  const collectives::AlgorithmSelector::Choice& c) const {
+  HCOMM_LOG(debug, core::log::kColl,
+            "%s #%llu: %llu bytes, %s algorithm, chunk %zu, predicted %.1f us",
+            collectives::op_kind_name(op.kind), static_cast<unsigned long long>(op.seq),
+            static_cast<unsigned long long>(op.agreed_bytes()), collectives::algorithm_name(c.algo),
+            c.chunk_bytes, c.predicted_us);
+}
+
+Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
+  Work work(op->completion);
+  const bool collective = collectives::is_collective(op->kind);
+  // A rejected point-to-point operation whose peer is unusable concerns nobody else.
+  const bool local_only =
+      !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
+  if (!op->invalid.ok()) {
+    HCOMM_LOG(warn, core::log::kColl, "%s rejected: %s", collectives::op_kind_name(op->kind),
+              op->invalid.message().c_str());
+    if (local_only) {
+      op->completion->complete(op->invalid);
+      return work;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (!aborted_.ok()) {
+      op->completion->complete(aborted_);
+      return work;
+    }
+  }
+  if (collective && uses_slots(*op)) {
+    collectives::SlotCollectives::Finished finished;
+    {
+      std::lock_guard<std::mutex> lock(submit_mutex_);
+      // Numbered like every collective (every rank takes this path for this call).
+      op->seq = next_seq_++;
+      op->completion->set_driver(slots_);
+      slots_->start(std::move(op), cfg_.op_timeout, &finished);
+    }
+    collectives::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
+    return work;
+  }
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  op->completion->set_driver(driver_);
+  if (collective) {
+    op->seq = next_seq_++;
+  } else {
+    auto& counters = op->kind == collectives::OpKind::send ? sends_ : recvs_;
+    op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
+  }
+  collectives::Schedule schedule;
+  if (op->invalid.ok()) {
+    auto choice = selector_->choose(op->kind, op->agreed_bytes());
+    op->algo = choice.algo;
+    log_choice(*op, choice);
+    schedule = collectives::plan(*op, {cfg_.rank, cfg_.world_size, choice.chunk_bytes,
+                                       ring_order_.empty() ? nullptr : &ring_order_,
+                                       host_of_.empty() ? nullptr : &host_of_});
+  }
+  control_->start(std::move(op), std::move(schedule), caller_waits);
+  return work;
+}
+
+bool CommunicatorImpl::uses_slots(const collectives::Operation& op) const {
+  // A forced algorithm (HCOMM_ALGO) is run as asked, even where the slot board would be faster.
+  return slots_ && forced_.forced(op.kind) == collectives::Algorithm::automatic &&
+         slots_->handles(op);
+}
+
+bool CommunicatorImpl::caller_spins() const {
+  return driver_->spins();
+}
+
+Status CommunicatorImpl::run(collectives::OperationPtr op) {
+  return submit(std::move(op), driver_->spins()).wait(cfg_.op_timeout);
+}
+
+Work CommunicatorImpl::combine(const std::vector<Work>& works) {
+  auto all = std::make_shared<core::Completion>();
+  all->set_driver(driver_);
+  struct Tally {
+    std::mutex mutex;
+    size_t left;
+    Status first_failure;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->left = works.size();
+  if (works.empty()) all->complete({});
+  for (size_t i = 0; i < works.size(); ++i) {
+    works[i].on_complete([tally, all](const Status& s) {
+      bool last;
+      Status result;
+      {
+        std::lock_guard<std::mutex> lock(tally->mutex);
+        if (!s.ok() && tally->first_failure.ok()) tally->first_failure = s;
+        last = --tally->left == 0;
+        result = tally->first_failure;
+      }
+      if (last) all->complete(result);
+    });
+  }
+  return Work(all);
+}
+
+std::shared_ptr<core::Completion> CommunicatorImpl::copy_to_self(
+    const std::vector<const PointToPointOp*>& sends,
+    const std::vector<const PointToPointOp*>& recvs) {
+  auto done = std::make_shared<core::Completion>();
+  // The k-th send to self with tag t meets the k-th receive from self with tag t.
+  std::vector<bool> used(recvs.size(), false);
+  Status result;
+  for (const auto* s : sends) {
+    size_t match = recvs.size();
+    for (size_t i = 0; i < recvs.size() && match == recvs.size(); ++i)
+      if (!used[i] && recvs[i]->tag == s->tag) match = i;
+    const size_t bytes = s->count * dtype_size(s->dtype);
+    if (match == recvs.size()) {
+      result = {HCOMM_ERR_INVALID_ARG, "batch: a send to self (tag " + std::to_string(s->tag) +
+                                           ") has no matching receive from self in the batch"};
+      break;
+    }
+    used[match] = true;
+    const auto* r = recvs[match];
+    const size_t room = r->count * dtype_size(r->dtype);
+    if (!is_valid(s->dtype) || !is_valid(r->dtype) || bytes != room ||
+        (bytes > 0 && (s->buf == nullptr || r->buf == nullptr))) {
+      result = {HCOMM_ERR_INVALID_ARG, "batch: a send to self of " + std::to_string(bytes) +
+                                           " bytes meets a receive of " + std::to_string(room) +
+                                           " bytes (tag " + std::to_string(s->tag) +
+                                           "): sizes must match and buffers be valid"};
+      break;
+    }
+    if (bytes > 0) std::memmove(r->buf, s->buf, bytes);
+  }
+  if (result.ok() && sends.size() != recvs.size())
+    result = {HCOMM_ERR_INVALID_ARG,
+              "batch: a receive from self has no matching send to self in the batch"};
+  done->complete(result);
+  return done;
+}
+
+void CommunicatorImpl::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
+  }
+  control_->abort(reason);
+}
+
+}  // namespace hcomm::api
