@@ -222,7 +222,7 @@ Expected<std::vector<OpenedProtocol>> open_protocols(const Config& cfg,
   for (const auto& entry : transport::registered()) {
     names.push_back(entry.name);
     const bool forced = entry.name == cfg.transport;
-    if (cfg.transport != "auto" && !forced) continue;
+    if (!cfg.auto_transport() && !forced) continue;
     OpenedProtocol p{entry.name, entry.factory(), ""};
     if (!p.protocol)
       return Status{HCOMM_ERR_INTERNAL, "protocol " + entry.name + "'s factory made nothing"};
@@ -355,7 +355,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   // network when set (e.g. a management network that survives a fabric fault).
   std::unique_ptr<transport::tcp::TcpProtocol> fallback;
   std::string fallback_address;
-  if (cfg.failover != "off" && cfg.world_size > 1) {
+  if (cfg.failover != FailoverMode::off && cfg.world_size > 1) {
     std::string ip = local.value();
     if (!cfg.fallback_ifname.empty()) {
       auto a = bootstrap::pick_local_address(cfg.fallback_ifname, root->host);
@@ -382,7 +382,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   std::string published;
   for (auto& p : protocols) published += p.name + "\t" + p.address + "\n";
   if (fallback)
-    published += "tcp-fallback\t" + fallback_address + "\nfailover\t" + cfg.failover + "\n";
+    published +=
+        "tcp-fallback\t" + fallback_address + "\nfailover\t" + to_string(cfg.failover) + "\n";
   st = client.set(prefix + "proto/" + std::to_string(cfg.rank), published);
   if (!st.ok()) return st;
   st = client.set(prefix + "addr/" + std::to_string(cfg.rank), protocols.back().address);
@@ -482,7 +483,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     auto fb = theirs.find("tcp-fallback");
     if (r == cfg.rank || fb == theirs.end()) continue;
     auto mode = theirs.find("failover");
-    const bool both_on = cfg.failover == "on" && mode != theirs.end() && mode->second == "on";
+    const bool both_on =
+        cfg.failover == FailoverMode::on && mode != theirs.end() && mode->second == "on";
     if (params.protocol_name_of[static_cast<size_t>(r)] == "shm" && !both_on) continue;
     params.reliable[static_cast<size_t>(r)] = true;
     params.fallback_address_of[static_cast<size_t>(r)] = fb->second;
@@ -533,7 +535,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   std::optional<transport::shm::SlotBoard> board;
   int ranks_here = 0;
   for (const auto& p : places) ranks_here += p.host_id == host.id;
-  if ((cfg.transport == "auto" || cfg.transport == "shm") && cfg.world_size > 1 &&
+  if ((cfg.auto_transport() || cfg.transport == "shm") && cfg.world_size > 1 &&
       ranks_here == cfg.world_size && cfg.world_size <= transport::shm::SlotBoard::kMaxRanks) {
     auto b = transport::shm::SlotBoard::establish(uid, cfg.rank, cfg.world_size, deadline);
     if (!b.ok()) return b.status();

@@ -81,7 +81,7 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   std::printf("\nring order (hosts, switches, racks together):");
   for (int r : order) std::printf(" %d", r);
   std::printf("\n");
-  const bool shm = comm.config().transport == "auto" || comm.config().transport == "shm";
+  const bool shm = comm.config().auto_transport() || comm.config().transport == "shm";
   std::printf(
       "\ntransport per pair (rows: from, columns: to; '-' self, 's' shared memory, 'r' rdma, 't' "
       "tcp within a host, 'T' tcp across hosts, 'p' an application's protocol)\n      ");

@@ -32,9 +32,9 @@ RdmaLinkParams RdmaProtocol::link_params(int peer) const {
   // HCOMM_RDMA_TRAFFIC_CLASS wins; else the QoS class's marking, as on TCP.
   params.traffic_class =
       config_.rdma_traffic_class != 0 ? config_.rdma_traffic_class : traffic_class_;
-  params.buffers = config_.rdma_buffers == "static"    ? BufferMode::fixed
-                   : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
-                                                       : BufferMode::zero_copy;
+  params.buffers = config_.rdma_buffers == RdmaBufferMode::fixed     ? BufferMode::fixed
+                   : config_.rdma_buffers == RdmaBufferMode::dynamic ? BufferMode::dynamic
+                                                                     : BufferMode::zero_copy;
   return params;
 }
 
