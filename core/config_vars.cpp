@@ -3,6 +3,7 @@
 #include <cctype>
 #include <climits>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/parse.hpp"
 #include "hcomm/config.hpp"
@@ -325,11 +326,13 @@ Status not_accepted(const ConfigVar& var, std::string_view text) {
 namespace hcomm {
 
 const char* to_string(FailoverMode mode) {
-  return core::kFailoverModes[static_cast<size_t>(mode)];
+  const auto i = static_cast<size_t>(mode);
+  return i < std::size(core::kFailoverModes) ? core::kFailoverModes[i] : "?";
 }
 
 const char* to_string(RdmaBufferMode mode) {
-  return core::kRdmaBufferModes[static_cast<size_t>(mode)];
+  const auto i = static_cast<size_t>(mode);
+  return i < std::size(core::kRdmaBufferModes) ? core::kRdmaBufferModes[i] : "?";
 }
 
 }  // namespace hcomm
