@@ -1,219 +1,309 @@
 #include "hcomm/config.hpp"
 
-#include "hcomm/protocol.hpp"
-
 #include <cctype>
-#include <climits>
-#include <cstdint>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
+#include "api/config_env.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "collectives/algorithm_choice.hpp"
+#include "core/log.hpp"
+#include "hcomm/protocol.hpp"
 
 namespace hcomm {
 namespace {
 
-/// The value of `name`; empty when unset or set to "" (both mean "keep the default").
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
+using core::ConfigVar;
+using core::Var;
 
 Status invalid(std::string message) {
   return Status(HCOMM_ERR_INVALID_ARG, std::move(message));
 }
 
-/// Parses a byte count: digits, then optionally K, M or G (powers of 1024, either case), then
-/// optionally "B" or "iB": "4096", "64K", "4M", "1GiB". The result must be in [min, max].
-Expected<size_t> parse_bytes(const char* name, const std::string& value, uint64_t min, uint64_t max,
-                             const char* accepted) {
-  auto fail = [&]() {
-    return invalid(std::string(name) + "='" + value + "' is not accepted: expected " + accepted +
-                   " (a byte count with an optional K, M or G suffix, e.g. 65536 or 4M)");
-  };
-  size_t b = 0;
-  size_t e = value.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(value[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(value[e - 1]))) --e;
-  size_t i = b;
-  uint64_t n = 0;
-  for (; i < e && std::isdigit(static_cast<unsigned char>(value[i])); ++i) {
-    if (n > (UINT64_MAX - 9) / 10) return fail();
-    n = n * 10 + static_cast<uint64_t>(value[i] - '0');
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+/// `d` as text that reads back as `d`: whole numbers without an exponent, others as the shortest
+/// "%g" that does.
+std::string real_text(double d) {
+  char buf[32];
+  if (d == std::floor(d) && std::fabs(d) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", d);
+    return buf;
   }
-  if (i == b) return fail();
-  std::string suffix = value.substr(i, e - i);
-  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  int shift = 0;
-  if (!suffix.empty()) {
-    switch (suffix[0]) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      default:
-        break;
-    }
-    std::string rest = shift == 0 ? suffix : suffix.substr(1);
-    if (!(rest.empty() || rest == "B" || (shift != 0 && rest == "IB"))) return fail();
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d) break;
   }
-  if (shift != 0 && n > (UINT64_MAX >> shift)) return fail();
-  n <<= shift;
-  if (n < min || n > max) return fail();
-  return static_cast<size_t>(n);
+  return buf;
 }
 
-Status apply_size(const char* name, uint64_t min, uint64_t max, const char* accepted,
-                  size_t* field) {
-  std::string v = env(name);
-  if (v.empty()) return Status();
-  auto r = parse_bytes(name, v, min, max, accepted);
-  if (!r) return r.status();
-  *field = *r;
+template <auto Field>
+using FieldType = std::remove_reference_t<decltype(std::declval<Config&>().*Field)>;
+
+/// One field, read by the parse of its type: int an integer, size_t a byte count, milliseconds a
+/// duration, double a real, bool a flag, an enum one of the table's names, a string as it is.
+template <auto Field>
+Status set_field(const ConfigVar& v, std::string_view text, Config* c) {
+  using T = FieldType<Field>;
+  if constexpr (std::is_same_v<T, std::string>) {
+    c->*Field = std::string(text);
+    return Status();
+  } else {
+    auto parsed = [&] {
+      if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::chrono::milliseconds>)
+        return core::parse_integer_var(v, text);
+      else if constexpr (std::is_same_v<T, size_t>)
+        return core::parse_bytes_var(v, text);
+      else if constexpr (std::is_same_v<T, double>)
+        return core::parse_real_var(v, text);
+      else if constexpr (std::is_same_v<T, bool>)
+        return core::parse_flag_var(v, text);
+      else
+        return core::parse_enum_var(v, text);
+    }();
+    if (!parsed) return parsed.status();
+    if constexpr (std::is_same_v<T, std::chrono::milliseconds>)
+      c->*Field = std::chrono::milliseconds(*parsed);
+    else
+      c->*Field = static_cast<T>(*parsed);
+    return Status();
+  }
+}
+
+template <auto Field>
+std::string show_field(const Config& c) {
+  using T = FieldType<Field>;
+  const T& value = c.*Field;
+  if constexpr (std::is_same_v<T, std::string>)
+    return value;
+  else if constexpr (std::is_same_v<T, std::chrono::milliseconds>)
+    return std::to_string(value.count());
+  else if constexpr (std::is_same_v<T, double>)
+    return real_text(value);
+  else if constexpr (std::is_same_v<T, bool>)
+    return value ? "1" : "0";
+  else if constexpr (std::is_enum_v<T>)
+    return to_string(value);
+  else
+    return std::to_string(value);
+}
+
+/// A rank or a size: -1 (not set) shows as unset.
+template <auto Field>
+std::string show_launch(const Config& c) {
+  return c.*Field < 0 ? std::string() : std::to_string(c.*Field);
+}
+
+Status set_root_addr(const ConfigVar& v, std::string_view text, Config* c) {
+  const std::string root = trimmed(text);
+  auto hp = bootstrap::parse_host_port(root);
+  if (!hp) return invalid(std::string(v.name) + "='" + root + "': " + hp.status().message());
+  c->root_addr = root;
   return Status();
 }
 
-Status apply_int(const char* name, int64_t min, int64_t max, int* field) {
-  std::string v = env(name);
-  if (v.empty()) return Status();
-  auto r = bootstrap::parse_env_int(name, v, min, max);
-  if (!r) return r.status();
-  *field = static_cast<int>(*r);
-  return Status();
-}
-
-Status apply_ms(const char* name, std::chrono::milliseconds* field) {
-  std::string v = env(name);
-  if (v.empty()) return Status();
-  auto r = bootstrap::parse_env_int(name, v, 1, INT32_MAX);
-  if (!r) return Status(r.status().code(), r.status().message() + " milliseconds");
-  *field = std::chrono::milliseconds(*r);
-  return Status();
-}
-
-Status apply_transport(std::string* field) {
-  std::string v = env("HCOMM_TRANSPORT");
-  if (v.empty()) return Status();
-  std::string lower = v;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string list = "auto";
+/// "auto" or a registered protocol, in any case (a registered name that is not lower case too).
+Status set_transport(const ConfigVar& v, std::string_view text, Config* c) {
+  const std::string value(text);
+  std::string lower = value;
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string list = Config::kAutoTransport;
   for (const auto& name : registered_protocols()) {
-    if (lower == name || v == name) {
-      *field = lower == name ? lower : v;
+    if (lower == name || value == name) {
+      c->transport = lower == name ? lower : value;
       return Status();
     }
     list += ", " + name;
   }
-  if (lower == "auto") {
-    *field = lower;
+  if (lower == Config::kAutoTransport) {
+    c->transport = lower;
     return Status();
   }
-  return invalid("HCOMM_TRANSPORT='" + v + "' is not a transport: expected one of " + list);
+  return invalid(std::string(v.name) + "='" + value + "' is not a transport: expected one of " +
+                 list);
 }
 
-Status apply_retry_cnt(int* field) {
-  std::string v = env("HCOMM_RDMA_RETRY_CNT");
-  if (v.empty()) return Status();
-  auto r = bootstrap::parse_env_int("HCOMM_RDMA_RETRY_CNT", v, 0, 7);
+Status set_retry_cnt(const ConfigVar& v, std::string_view text, Config* c) {
+  auto r = core::parse_integer_var(v, text);
+  if (!r) {
+    auto seven = core::parse_named_integer(v.name, text, 7, 7);
+    if (seven)
+      return invalid(std::string(v.name) +
+                     "=7 means \"retry forever\" on rdma_rxe and some NICs, so a dead path "
+                     "would never be reported: use 0..6 (6 is the default)");
+    return r.status();
+  }
+  c->rdma_retry_cnt = static_cast<int>(*r);
+  return Status();
+}
+
+Status set_pin_budget(const ConfigVar& v, std::string_view text, Config* c) {
+  auto r = core::parse_integer_var(v, text);
   if (!r) return r.status();
-  if (*r == 7)
-    return invalid(
-        "HCOMM_RDMA_RETRY_CNT=7 means \"retry forever\" on rdma_rxe and some NICs, so a dead "
-        "path would never be reported: use 0..6 (6 is the default)");
-  *field = static_cast<int>(*r);
+  c->rdma_pin_budget = static_cast<size_t>(*r) << 20;
   return Status();
 }
 
-Status apply_rdma_buffers(std::string* field) {
-  std::string v = env("HCOMM_RDMA_BUFFERS");
-  if (v.empty()) return Status();
-  if (v != "zero_copy" && v != "dynamic" && v != "static")
-    return invalid("HCOMM_RDMA_BUFFERS='" + v +
-                   "' is not a buffer mode: expected zero_copy, dynamic or static");
-  *field = v;
-  return Status();
+std::string show_pin_budget(const Config& c) {
+  return std::to_string(c.rdma_pin_budget >> 20);
 }
 
-Status apply_pin_budget(size_t* field) {
-  std::string v = env("HCOMM_RDMA_PIN_BUDGET_MB");
-  if (v.empty()) return Status();
-  auto r = bootstrap::parse_env_int("HCOMM_RDMA_PIN_BUDGET_MB", v, 1, 1 << 24);
-  if (!r) return r.status();
-  *field = static_cast<size_t>(*r) << 20;
-  return Status();
-}
-
-Status apply_flag(const char* name, bool* field) {
-  int v = *field ? 1 : 0;
-  Status st = apply_int(name, 0, 1, &v);
-  *field = v != 0;
-  return st;
-}
-
-Status apply_algo(std::string* field) {
-  std::string v = env("HCOMM_ALGO");
-  if (v.empty()) return Status();
-  auto parsed = collectives::AlgorithmChoice::parse(v);
+Status set_algo(const ConfigVar&, std::string_view text, Config* c) {
+  const std::string value(text);
+  auto parsed = collectives::AlgorithmChoice::parse(value);
   if (!parsed) return parsed.status();
-  *field = v;
+  c->algo = value;
   return Status();
 }
 
-Status apply_failover(std::string* field) {
-  std::string v = env("HCOMM_FAILOVER");
-  if (v.empty()) return Status();
-  if (v != "auto" && v != "on" && v != "off")
-    return invalid("HCOMM_FAILOVER='" + v + "' is not accepted: expected auto, on or off");
-  *field = v;
+/// "R/T": R failovers within T seconds.
+Status set_failover_limit(const ConfigVar& v, std::string_view text, Config* c) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return core::not_accepted(v, text);
+  auto r = core::parse_named_integer(v.name, text.substr(0, slash), 1, 1000);
+  auto t = core::parse_named_integer(v.name, text.substr(slash + 1), 1, 86400);
+  if (!r || !t) return core::not_accepted(v, text);
+  c->failover_limit = static_cast<int>(*r);
+  c->failover_window = std::chrono::seconds(*t);
   return Status();
 }
 
-/// HCOMM_FAILOVER_LIMIT="R/T": R failovers within T seconds.
-Status apply_failover_limit(int* limit, std::chrono::milliseconds* window) {
-  std::string v = env("HCOMM_FAILOVER_LIMIT");
-  if (v.empty()) return Status();
-  const size_t slash = v.find('/');
-  auto bad = [&] {
-    return invalid("HCOMM_FAILOVER_LIMIT='" + v +
-                   "' is not accepted: expected R/T, at most R failovers (1..1000) within T "
-                   "seconds (1..86400), e.g. 5/30");
-  };
-  if (slash == std::string::npos) return bad();
-  auto r = bootstrap::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(0, slash), 1, 1000);
-  auto t = bootstrap::parse_env_int("HCOMM_FAILOVER_LIMIT", v.substr(slash + 1), 1, 86400);
-  if (!r || !t) return bad();
-  *limit = static_cast<int>(*r);
-  *window = std::chrono::seconds(*t);
+std::string show_failover_limit(const Config& c) {
+  return std::to_string(c.failover_limit) + "/" +
+         std::to_string(
+             std::chrono::duration_cast<std::chrono::seconds>(c.failover_window).count());
+}
+
+Status set_qos(const ConfigVar& v, std::string_view text, Config* c) {
+  auto q = QosClass::parse(std::string(text));
+  if (!q)
+    return Status(q.status().code(),
+                  std::string(v.name) + "='" + std::string(text) + "': " + q.status().message());
+  c->qos = *q;
   return Status();
 }
 
-Status apply_qos(QosClass* field) {
-  std::string v = env("HCOMM_QOS");
-  if (v.empty()) return Status();
-  auto q = QosClass::parse(v);
-  if (!q) return Status(q.status().code(), "HCOMM_QOS: " + q.status().message());
-  *field = *q;
+std::string show_qos(const Config& c) {
+  const QosClass& q = c.qos;
+  if (q.is_default()) return "";
+  return "min=" + std::to_string(q.min_rate) + ",max=" + std::to_string(q.max_rate) +
+         ",priority=" + std::to_string(q.priority);
+}
+
+// Variables no Config field holds: read by their own layer, checked here.
+Status check_text(const ConfigVar&, std::string_view, Config*) {
   return Status();
 }
 
-/// A real number in (0, max], or in [0, max] when `zero_ok`; `expected` says what in errors.
-Status apply_real(const char* name, bool zero_ok, double max, const char* expected, double* field) {
-  std::string v = env(name);
-  if (v.empty()) return Status();
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !((zero_ok ? d >= 0 : d > 0) && d <= max))
-    return invalid(std::string(name) + "='" + v + "' is not accepted: expected " + expected);
-  *field = d;
-  return Status();
+Status check_enum(const ConfigVar& v, std::string_view text, Config*) {
+  auto r = core::parse_enum_var(v, text);
+  return r ? Status() : r.status();
+}
+
+Status check_subsystems(const ConfigVar& v, std::string_view text, Config*) {
+  return core::log::parse_subsystems(text) ? Status() : core::not_accepted(v, text);
+}
+
+struct Binding {
+  Var var;
+  const char* field;  ///< "" when no field holds the variable
+  Status (*apply)(const ConfigVar&, std::string_view, Config*);
+  std::string (*show)(const Config&);  ///< nullptr when no field holds the variable
+};
+
+#define HCOMM_FIELD(var, f) \
+  { Var::var, #f, &set_field<&Config::f>, &show_field<&Config::f> }
+
+// In the order of core::Var.
+const Binding kBindings[] = {
+    {Var::rank, "rank", &set_field<&Config::rank>, &show_launch<&Config::rank>},
+    {Var::world_size, "world_size", &set_field<&Config::world_size>,
+     &show_launch<&Config::world_size>},
+    {Var::root_addr, "root_addr", &set_root_addr, &show_field<&Config::root_addr>},
+    HCOMM_FIELD(socket_ifname, socket_ifname),
+    {Var::transport, "transport", &set_transport, &show_field<&Config::transport>},
+    HCOMM_FIELD(send_buf_size, send_buf_size),
+    HCOMM_FIELD(recv_buf_size, recv_buf_size),
+    HCOMM_FIELD(sockets_per_peer, sockets_per_peer),
+    HCOMM_FIELD(tcp_congestion, tcp_congestion),
+    HCOMM_FIELD(rdma_device, rdma_device),
+    HCOMM_FIELD(rdma_gid_index, rdma_gid_index),
+    HCOMM_FIELD(num_qps, num_qps),
+    HCOMM_FIELD(max_inline, max_inline),
+    HCOMM_FIELD(rdma_timeout, rdma_timeout),
+    {Var::rdma_retry_cnt, "rdma_retry_cnt", &set_retry_cnt, &show_field<&Config::rdma_retry_cnt>},
+    HCOMM_FIELD(rdma_traffic_class, rdma_traffic_class),
+    HCOMM_FIELD(rdma_buffers, rdma_buffers),
+    {Var::rdma_pin_budget_mb, "rdma_pin_budget", &set_pin_budget, &show_pin_budget},
+    HCOMM_FIELD(chunk_size, chunk_bytes),
+    {Var::algo, "algo", &set_algo, &show_field<&Config::algo>},
+    HCOMM_FIELD(topo_file, topo_file),
+    HCOMM_FIELD(calibrate, calibrate),
+    HCOMM_FIELD(connect_timeout_ms, connect_timeout),
+    HCOMM_FIELD(timeout_ms, op_timeout),
+    HCOMM_FIELD(failover, failover),
+    HCOMM_FIELD(fallback_ifname, fallback_ifname),
+    HCOMM_FIELD(keepalive_ms, keepalive_interval),
+    HCOMM_FIELD(keepalive_timeout_ms, keepalive_timeout),
+    HCOMM_FIELD(phi_threshold, phi_threshold),
+    HCOMM_FIELD(peer_timeout_ms, peer_timeout),
+    HCOMM_FIELD(reconnect_min_ms, reconnect_min),
+    HCOMM_FIELD(reconnect_max_ms, reconnect_max),
+    HCOMM_FIELD(failback_ms, failback_after),
+    {Var::failover_limit, "failover_limit", &set_failover_limit, &show_failover_limit},
+    {Var::qos, "qos", &set_qos, &show_qos},
+    HCOMM_FIELD(link_gbps, link_gbps),
+    HCOMM_FIELD(fallback_link_gbps, fallback_link_gbps),
+    HCOMM_FIELD(actor_threads, actor_threads),
+    HCOMM_FIELD(spin_us, spin_us),
+    {Var::host_id, "", &check_text, nullptr},
+    {Var::debug, "", &check_enum, nullptr},
+    {Var::debug_subsys, "", &check_subsystems, nullptr},
+};
+
+#undef HCOMM_FIELD
+
+static_assert(std::size(kBindings) == core::kNumVars, "one binding per variable");
+
+const Binding& binding(Var var) {
+  return kBindings[static_cast<size_t>(var)];
+}
+
+/// Read by bootstrap::read_launch_env(), with the other launchers' variables.
+bool launch_variable(Var var) {
+  return var == Var::rank || var == Var::world_size || var == Var::root_addr;
 }
 
 }  // namespace
+
+namespace api {
+
+Status apply_variable(core::Var var, std::string_view text, Config* c) {
+  const ConfigVar& v = core::config_var(var);
+  const Binding& b = binding(var);
+  if (b.var != var)
+    return Status(HCOMM_ERR_INTERNAL, std::string(v.name) + ": bindings out of order");
+  if (text.empty() && (v.flags & core::kEmptyIsValue) == 0) return Status();
+  return b.apply(v, text, c);
+}
+
+std::optional<std::string> field_text(const Config& c, core::Var var) {
+  const Binding& b = binding(var);
+  if (b.show == nullptr) return std::nullopt;
+  return b.show(c);
+}
+
+const char* applied_field(core::Var var) {
+  return binding(var).field;
+}
+
+}  // namespace api
 
 Expected<Config> Config::from_env() {
   Config c;
@@ -223,54 +313,15 @@ Expected<Config> Config::from_env() {
   c.world_size = launch->world_size;
   if (!launch->root_addr.empty()) c.root_addr = launch->root_addr;
 
-  c.socket_ifname = env("HCOMM_SOCKET_IFNAME");
-  c.rdma_device = env("HCOMM_RDMA_DEVICE");
-  c.topo_file = env("HCOMM_TOPO_FILE");
-  c.fallback_ifname = env("HCOMM_FALLBACK_IFNAME");
-  if (const char* cc = std::getenv("HCOMM_TCP_CONGESTION")) c.tcp_congestion = cc;
-  constexpr uint64_t kMaxSockBuf = INT_MAX;  // setsockopt takes an int
-  constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
-  Status checks[] = {
-      apply_transport(&c.transport),
-      apply_size("HCOMM_SEND_BUF_SIZE", 0, kMaxSockBuf, "0 (kernel default) or a size up to 2G-1",
-                 &c.send_buf_size),
-      apply_size("HCOMM_RECV_BUF_SIZE", 0, kMaxSockBuf, "0 (kernel default) or a size up to 2G-1",
-                 &c.recv_buf_size),
-      apply_int("HCOMM_SOCKETS_PER_PEER", 1, 16, &c.sockets_per_peer),
-      apply_int("HCOMM_RDMA_GID_INDEX", -1, 255, &c.rdma_gid_index),
-      apply_int("HCOMM_NUM_QPS", 1, 16, &c.num_qps),
-      apply_size("HCOMM_MAX_INLINE", 0, 4096, "a size from 0 to 4096 bytes", &c.max_inline),
-      apply_int("HCOMM_RDMA_TIMEOUT", 1, 31, &c.rdma_timeout),
-      apply_retry_cnt(&c.rdma_retry_cnt),
-      apply_int("HCOMM_RDMA_TRAFFIC_CLASS", 0, 255, &c.rdma_traffic_class),
-      apply_rdma_buffers(&c.rdma_buffers),
-      apply_pin_budget(&c.rdma_pin_budget),
-      apply_size("HCOMM_CHUNK_SIZE", 64, kMaxChunk, "a size from 64 bytes to 1G", &c.chunk_bytes),
-      apply_ms("HCOMM_CONNECT_TIMEOUT_MS", &c.connect_timeout),
-      apply_ms("HCOMM_TIMEOUT_MS", &c.op_timeout),
-      apply_int("HCOMM_ACTOR_THREADS", 1, 64, &c.actor_threads),
-      apply_int("HCOMM_SPIN_US", -1, 10000000, &c.spin_us),
-      apply_algo(&c.algo),
-      apply_flag("HCOMM_CALIBRATE", &c.calibrate),
-      apply_failover(&c.failover),
-      apply_ms("HCOMM_KEEPALIVE_MS", &c.keepalive_interval),
-      apply_ms("HCOMM_KEEPALIVE_TIMEOUT_MS", &c.keepalive_timeout),
-      apply_real("HCOMM_PHI_THRESHOLD", true, 100, "0 (off) or a suspicion level up to 100, e.g. 8",
-                 &c.phi_threshold),
-      apply_ms("HCOMM_PEER_TIMEOUT_MS", &c.peer_timeout),
-      apply_ms("HCOMM_RECONNECT_MIN_MS", &c.reconnect_min),
-      apply_ms("HCOMM_RECONNECT_MAX_MS", &c.reconnect_max),
-      apply_ms("HCOMM_FAILBACK_MS", &c.failback_after),
-      apply_failover_limit(&c.failover_limit, &c.failover_window),
-      apply_qos(&c.qos),
-      apply_real("HCOMM_LINK_GBPS", false, 100000, "a link capacity in Gbit/s, e.g. 1 or 25",
-                 &c.link_gbps),
-      apply_real("HCOMM_FALLBACK_LINK_GBPS", false, 100000,
-                 "a link capacity in Gbit/s, e.g. 1 or 25", &c.fallback_link_gbps),
-  };
-  for (const Status& st : checks) {
+  for (const ConfigVar& v : core::config_vars()) {
+    // The launcher's variables are read above; those of no field by the layer that uses them.
+    if (launch_variable(v.id) || binding(v.id).show == nullptr) continue;
+    const auto text = core::env_text(v.id);
+    if (!text) continue;
+    Status st = api::apply_variable(v.id, *text, &c);
     if (!st.ok()) return st;
   }
+
   if (c.keepalive_timeout <= c.keepalive_interval)
     return invalid("HCOMM_KEEPALIVE_TIMEOUT_MS (" + std::to_string(c.keepalive_timeout.count()) +
                    ") must exceed HCOMM_KEEPALIVE_MS (" +

@@ -1,8 +1,9 @@
 #include "bootstrap/launch_env.hpp"
 
 #include <cctype>
-#include <climits>
 #include <cstdlib>
+
+#include "core/config_vars.hpp"
 
 namespace hcomm::bootstrap {
 namespace {
@@ -33,16 +34,18 @@ struct Family {
   const char* size_var_alt;  ///< an older spelling of size_var, or nullptr
 };
 
-constexpr Family kFamilies[] = {
-    {"HCOMM", "HCOMM_RANK", "HCOMM_WORLD_SIZE", nullptr},
-    {"torchrun", "RANK", "WORLD_SIZE", nullptr},
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
-};
-
-/// Fills rank, world_size and source from the first family with any of its variables set.
+/// Fills rank, world_size and source from the first family with any of its variables set. Every
+/// family's values are taken in the ranges of HCOMM_RANK and HCOMM_WORLD_SIZE.
 Status read_rank_and_size(LaunchEnv* out) {
-  for (const Family& f : kFamilies) {
+  const core::ConfigVar& rank_var = core::config_var(core::Var::rank);
+  const core::ConfigVar& size_var = core::config_var(core::Var::world_size);
+  const Family families[] = {
+      {"HCOMM", rank_var.name, size_var.name, nullptr},
+      {"torchrun", "RANK", "WORLD_SIZE", nullptr},
+      {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
+      {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
+  };
+  for (const Family& f : families) {
     std::string rank_s = env(f.rank_var);
     const char* size_name = f.size_var;
     std::string size_s = env(f.size_var);
@@ -57,9 +60,9 @@ Status read_rank_and_size(LaunchEnv* out) {
       return invalid(std::string(set) + " is set but " + unset + " is not (" + f.source +
                      " launch): set both, or neither");
     }
-    auto size = parse_env_int(size_name, size_s, 1, INT_MAX);
+    auto size = core::parse_named_integer(size_name, size_s, size_var.min, size_var.max);
     if (!size) return size.status();
-    auto rank = parse_env_int(f.rank_var, rank_s, 0, INT_MAX);
+    auto rank = core::parse_named_integer(f.rank_var, rank_s, rank_var.min, rank_var.max);
     if (!rank) return rank.status();
     if (*rank >= *size) {
       return invalid(std::string(f.rank_var) + "=" + rank_s + " is out of range for " + size_name +
@@ -75,10 +78,11 @@ Status read_rank_and_size(LaunchEnv* out) {
 
 /// Fills root_addr from HCOMM_ROOT_ADDR, else MASTER_ADDR + MASTER_PORT.
 Status read_root_addr(LaunchEnv* out) {
-  std::string root = trim(env("HCOMM_ROOT_ADDR"));
+  const char* root_name = core::config_var(core::Var::root_addr).name;
+  std::string root = trim(env(root_name));
   if (!root.empty()) {
     auto hp = parse_host_port(root);
-    if (!hp) return invalid("HCOMM_ROOT_ADDR='" + root + "': " + hp.status().message());
+    if (!hp) return invalid(std::string(root_name) + "='" + root + "': " + hp.status().message());
     out->root_addr = root;
     return Status();
   }
@@ -93,7 +97,7 @@ Status read_root_addr(LaunchEnv* out) {
     return invalid("MASTER_ADDR=" + addr + " is set but MASTER_PORT is not: set both, or set " +
                    "HCOMM_ROOT_ADDR=host:port");
   }
-  auto p = parse_env_int("MASTER_PORT", port, 0, 65535);
+  auto p = core::parse_named_integer("MASTER_PORT", port, 0, 65535);
   if (!p) return p.status();
   std::string joined = addr + ":" + std::to_string(*p);
   auto hp = parse_host_port(joined);
@@ -103,31 +107,6 @@ Status read_root_addr(LaunchEnv* out) {
 }
 
 }  // namespace
-
-Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
-                                int64_t max) {
-  std::string t = trim(value);
-  auto fail = [&](const char* what) {
-    return invalid(std::string(name) + "='" + value + "' " + what + ": expected an integer in [" +
-                   std::to_string(min) + ", " + std::to_string(max) + "]");
-  };
-  size_t i = 0;
-  bool negative = false;
-  if (i < t.size() && (t[i] == '-' || t[i] == '+')) negative = t[i++] == '-';
-  if (i == t.size()) return fail("is not a number");
-  // Accumulate as a negative number so that INT64_MIN parses too.
-  int64_t acc = 0;
-  for (; i < t.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return fail("is not a number");
-    int digit = t[i] - '0';
-    if (acc < (INT64_MIN + digit) / 10) return fail("is out of range");
-    acc = acc * 10 - digit;
-  }
-  if (!negative && acc == INT64_MIN) return fail("is out of range");
-  int64_t v = negative ? acc : -acc;
-  if (v < min || v > max) return fail("is out of range");
-  return v;
-}
 
 Expected<HostPort> parse_host_port(const std::string& s) {
   const std::string example = "expected host:port, e.g. 10.0.0.1:29500 or node001:29500";

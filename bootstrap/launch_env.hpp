@@ -6,7 +6,8 @@
 //   Open MPI  OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE
 //   Slurm     SLURM_PROCID, SLURM_NTASKS (SLURM_NPROCS on old releases)
 // The root address is looked up on its own, whichever family gave the rank: HCOMM_ROOT_ADDR, else
-// MASTER_ADDR + MASTER_PORT. A variable set to the empty string counts as unset.
+// MASTER_ADDR + MASTER_PORT. A variable set to the empty string counts as unset. The HCOMM_*
+// names and ranges are core/config_vars.cpp's.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +39,5 @@ struct HostPort {
 /// ephemeral port wherever the caller allows it). IPv6 ("[::1]:29500", "::1") is refused with
 /// HCOMM_ERR_INVALID_ARG and a message saying so; so is anything else that does not parse.
 Expected<HostPort> parse_host_port(const std::string& s);
-
-/// Parses `value`, the content of environment variable `name`, as a decimal integer in
-/// [min, max] (surrounding blanks allowed). The error names the variable, the value and the range.
-Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
-                                int64_t max);
 
 }  // namespace hcomm::bootstrap

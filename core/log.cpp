@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
+
+#include "core/config_vars.hpp"
 
 namespace hcomm::core::log {
 namespace {
@@ -18,38 +21,28 @@ std::atomic<uint32_t> g_subsys{kAll};
 std::atomic<int> g_rank{-1};
 std::once_flag g_once;
 
-Level parse_level(const char* s) {
-  if (s == nullptr || *s == '\0') return Level::warn;
-  std::string v(s);
-  for (auto& c : v) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-  if (v == "OFF" || v == "NONE" || v == "0") return Level::off;
-  if (v == "ERROR" || v == "1") return Level::error;
-  if (v == "WARN" || v == "2") return Level::warn;
-  if (v == "INFO" || v == "3") return Level::info;
-  if (v == "DEBUG" || v == "4") return Level::debug;
-  if (v == "TRACE" || v == "5") return Level::trace;
+static_assert(std::size(kDebugLevels) == static_cast<size_t>(Level::trace) + 1,
+              "kDebugLevels names log::Level's values in its order");
+
+/// HCOMM_DEBUG's level; WARN, with a line saying so, when it does not parse.
+Level level_from_env() {
+  const ConfigVar& var = config_var(Var::debug);
+  const auto text = env_text(Var::debug);
+  if (!text) return Level::warn;
+  auto level = parse_enum_var(var, *text);
+  if (level) return static_cast<Level>(*level);
+  std::fprintf(stderr, "hcomm: %s; logging at WARN\n", level.status().message().c_str());
   return Level::warn;
 }
 
-uint32_t parse_subsys(const char* s) {
-  if (s == nullptr || *s == '\0') return kAll;
-  uint32_t mask = 0;
-  std::string v(s);
-  size_t pos = 0;
-  while (pos <= v.size()) {
-    size_t end = v.find(',', pos);
-    if (end == std::string::npos) end = v.size();
-    std::string tok = v.substr(pos, end - pos);
-    for (auto& c : tok) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-    if (tok == "INIT") mask |= kInit;
-    if (tok == "BOOT") mask |= kBoot;
-    if (tok == "NET") mask |= kNet;
-    if (tok == "COLL") mask |= kColl;
-    if (tok == "ACTOR") mask |= kActor;
-    if (tok == "ALL") mask |= kAll;
-    pos = end + 1;
-  }
-  return mask == 0 ? kAll : mask;
+/// HCOMM_DEBUG_SUBSYS's mask; every subsystem, with a line saying so, when it does not parse.
+uint32_t subsystems_from_env() {
+  const auto text = env_text(Var::debug_subsys);
+  if (!text) return kAll;
+  if (auto mask = parse_subsystems(*text)) return *mask;
+  std::fprintf(stderr, "hcomm: %s; logging every subsystem\n",
+               not_accepted(config_var(Var::debug_subsys), *text).message().c_str());
+  return kAll;
 }
 
 const char* level_name(Level l) {
@@ -88,9 +81,38 @@ const char* subsys_name(Subsys s) {
 
 }  // namespace
 
+std::optional<uint32_t> parse_subsystems(std::string_view text) {
+  struct Name {
+    const char* name;
+    uint32_t mask;
+  };
+  static constexpr Name kNames[] = {{"INIT", kInit}, {"BOOT", kBoot},   {"NET", kNet},
+                                    {"COLL", kColl}, {"ACTOR", kActor}, {"ALL", kAll}};
+  uint32_t mask = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string token(text.substr(pos, end - pos));
+    pos = end + 1;
+    std::string upper;
+    for (char c : token)
+      if (!std::isspace(static_cast<unsigned char>(c)))
+        upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper.empty()) continue;
+    const Name* found = nullptr;
+    for (const Name& n : kNames)
+      if (upper == n.name) found = &n;
+    if (found == nullptr) return std::nullopt;
+    mask |= found->mask;
+  }
+  if (mask == 0) return std::nullopt;
+  return mask;
+}
+
 void reload_from_env() {
-  g_subsys.store(parse_subsys(std::getenv("HCOMM_DEBUG_SUBSYS")));
-  g_level.store(static_cast<int>(parse_level(std::getenv("HCOMM_DEBUG"))));
+  g_subsys.store(subsystems_from_env());
+  g_level.store(static_cast<int>(level_from_env()));
 }
 
 bool enabled(Level level, Subsys subsys) {

@@ -1,11 +1,15 @@
 // Logging: one line per event, tagged with the rank and a subsystem, filtered at run time.
 //
-// HCOMM_DEBUG=ERROR|WARN|INFO|DEBUG|TRACE (default WARN) sets the level; HCOMM_DEBUG_SUBSYS=
-// INIT,BOOT,NET,COLL,ACTOR (default all) limits the subsystems, as NCCL_DEBUG_SUBSYS does.
-// Lines go to stderr: "hcomm[rank 2] NET WARN: ...". Any thread may log.
+// HCOMM_DEBUG=OFF|ERROR|WARN|INFO|DEBUG|TRACE (or 0-5, any case; default WARN) sets the level;
+// HCOMM_DEBUG_SUBSYS=INIT,BOOT,NET,COLL,ACTOR (default ALL) limits the subsystems, as
+// NCCL_DEBUG_SUBSYS does (core/config_vars.cpp lists both). A value that does not parse is
+// reported on stderr once and the default used. Lines go to stderr: "hcomm[rank 2] NET WARN:
+// ...". Any thread may log.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace hcomm::core::log {
 
@@ -28,6 +32,9 @@ void write(Level level, Subsys subsys, const char* fmt, ...) __attribute__((form
 void set_rank(int rank);
 /// Re-reads HCOMM_DEBUG / HCOMM_DEBUG_SUBSYS (tests change them at run time).
 void reload_from_env();
+/// HCOMM_DEBUG_SUBSYS's grammar: a comma list of INIT, BOOT, NET, COLL, ACTOR and ALL, any case;
+/// nothing when a name is none of them or the list names none.
+std::optional<uint32_t> parse_subsystems(std::string_view text);
 
 }  // namespace hcomm::core::log
 

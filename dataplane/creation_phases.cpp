@@ -81,11 +81,11 @@ Status CreationPhases::open_protocols() {
   context.host_id = host_.id;
   context.interface_ip = local_ip_;
   const int tos = qos::tos_of(cfg_.qos);
-  std::string names = "auto";
+  std::string names = Config::kAutoTransport;
   for (const auto& entry : transport::registered()) {
     names += ", " + entry.name;
     const bool forced = entry.name == cfg_.transport;
-    if (cfg_.transport != "auto" && !forced) continue;
+    if (!cfg_.auto_transport() && !forced) continue;
     auto made = transport::make_protocol(entry);
     if (!made.ok()) return made.status();
     OpenedProtocol p{entry.name, std::move(made.value()), ""};
@@ -105,12 +105,12 @@ Status CreationPhases::open_protocols() {
     protocols_.push_back(std::move(p));
   }
   if (protocols_.empty()) {
-    if (cfg_.transport == "auto")
+    if (cfg_.auto_transport())
       return Status{HCOMM_ERR_TRANSPORT, "no transport protocol could open on this rank"};
     return Status{HCOMM_ERR_INVALID_ARG, "HCOMM_TRANSPORT=" + cfg_.transport +
                                              " is not a registered protocol: use " + names};
   }
-  return cfg_.failover != "off" && cfg_.world_size > 1 ? open_fallback() : Status{};
+  return cfg_.failover != FailoverMode::off && cfg_.world_size > 1 ? open_fallback() : Status{};
 }
 
 Status CreationPhases::open_fallback() {
@@ -155,7 +155,7 @@ Status CreationPhases::exchange_records() {
   for (auto& p : protocols_) published += p.name + "\t" + p.address + "\n";
   if (fallback_)
     published += std::string(kFallbackKey) + "\t" + fallback_address_ + "\n" + kFailoverKey + "\t" +
-                 cfg_.failover + "\n";
+                 to_string(cfg_.failover) + "\n";
   st = store_.set(prefix_ + "proto/" + me, published);
   if (!st.ok()) return st;
   st = store_.set(prefix_ + "addr/" + me, protocols_.back().address);

@@ -34,7 +34,8 @@ Expected<std::vector<PeerPlan>> plan_peers(const Config& cfg, int my_rank,
     auto fallback = theirs.find(kFallbackKey);
     if (!has_fallback || fallback == theirs.end()) continue;
     auto mode = theirs.find(kFailoverKey);
-    const bool both_on = cfg.failover == "on" && mode != theirs.end() && mode->second == "on";
+    const bool both_on = cfg.failover == FailoverMode::on && mode != theirs.end() &&
+                         mode->second == to_string(FailoverMode::on);
     if (caps.fails_only_with_process && !both_on) continue;
     p.reliable = true;
     p.fallback_address = fallback->second;

@@ -2,13 +2,16 @@
 // the HCOMM_TOPO_FILE placement, and, when launched as a world (hcomm-run -n N hcomm-info, srun,
 // mpirun), every rank's host and address, the transport each pair of ranks uses, and the
 // algorithm the cost model picks per operation and size on this communicator.
+// `hcomm-info --config` prints every HCOMM_* variable instead (tools/config_report.cpp).
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <hcomm/hcomm.hpp>
 
+#include "config_report.hpp"
+#include "core/config_vars.hpp"
 #include "topology/host_identity.hpp"
 #include "topology/machine_topology.hpp"
 #include "topology/topology_file.hpp"
@@ -28,11 +31,12 @@ void print_machine() {
 
 /// Returns false when the file is set but broken (the caller exits non-zero).
 bool print_topology_file() {
-  const char* path = std::getenv("HCOMM_TOPO_FILE");
-  if (path == nullptr || *path == '\0') {
+  const auto set = hcomm::core::env_text(hcomm::core::Var::topo_file);
+  if (!set) {
     std::printf("topology file: none (HCOMM_TOPO_FILE not set)\n");
     return true;
   }
+  const char* path = set->c_str();
   auto file = hcomm::topology::TopologyFile::load(path);
   if (!file.ok()) {
     std::printf("topology file: %s\n", file.status().to_string().c_str());
@@ -81,7 +85,7 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   std::printf("\nring order (hosts, switches, racks together):");
   for (int r : order) std::printf(" %d", r);
   std::printf("\n");
-  const bool shm = comm.config().transport == "auto" || comm.config().transport == "shm";
+  const bool shm = comm.config().auto_transport() || comm.config().transport == "shm";
   std::printf(
       "\ntransport per pair (rows: from, columns: to; '-' self, 's' shared memory, 'r' rdma, 't' "
       "tcp within a host, 'T' tcp across hosts, 'p' an application's protocol)\n      ");
@@ -112,9 +116,42 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   }
 }
 
+const char kUsage[] =
+    "usage: hcomm-info                      this host, its topology and, launched as a world,\n"
+    "                                       the ranks, transports and algorithms\n"
+    "       hcomm-info --config             every HCOMM_* variable: value in force, default,\n"
+    "                                       meaning; exits 2 when a set one does not parse\n"
+    "       hcomm-info --config --markdown  the variables and defaults as the README's table\n";
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  bool config = false;
+  bool markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--config") == 0) {
+      config = true;
+    } else if (std::strcmp(argv[i], "--markdown") == 0) {
+      markdown = true;
+    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::printf("%s", kUsage);
+      return 0;
+    } else {
+      std::fprintf(stderr, "hcomm-info: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (markdown && !config) {
+    std::fprintf(stderr, "hcomm-info: --markdown goes with --config\n%s", kUsage);
+    return 2;
+  }
+  if (config) {
+    if (markdown) {
+      hcomm::tools::print_config_markdown(stdout);
+      return 0;
+    }
+    return hcomm::tools::print_config(stdout, stderr) ? 0 : 2;
+  }
   print_machine();
   const bool topo_ok = print_topology_file();
   auto cfg = hcomm::Config::from_env();

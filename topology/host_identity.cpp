@@ -3,8 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
+
+#include "core/config_vars.hpp"
 
 namespace hcomm::topology {
 namespace {
@@ -40,8 +41,8 @@ HostIdentity this_host() {
   HostIdentity h;
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0) h.name = name;
-  if (const char* forced = std::getenv("HCOMM_HOST_ID"); forced != nullptr && *forced != '\0') {
-    h.id = forced;
+  if (auto forced = core::env_text(core::Var::host_id)) {
+    h.id = *forced;
   } else {
     // The pid namespace too: liveness checks (and the reaper) look processes up by pid.
     h.id = boot_id() + "/net:" + namespace_inode("net") + "/ipc:" + namespace_inode("ipc") +

@@ -2,6 +2,9 @@
 //
 // Precedence is code > environment > defaults: Config::from_env() returns the defaults overridden
 // by HCOMM_* variables, and an application then sets whatever fields it wants to fix in code.
+// Every variable, its default and what it accepts are listed once, in core/config_vars.cpp
+// (`hcomm-info --config` prints that list; the README's "Configuration" table is checked
+// against it); the defaults below are the same values, and a unit test keeps them so.
 #pragma once
 
 #include <chrono>
@@ -12,6 +15,25 @@
 #include "hcomm/status.hpp"
 
 namespace hcomm {
+
+/// HCOMM_FAILOVER: which peers get a reliable channel with a TCP fallback link (Config::failover).
+enum class FailoverMode {
+  automatic,  ///< "auto": every RDMA and TCP peer; shared memory is left as it is
+  on,         ///< "on": shared-memory peers too
+  off,        ///< "off": none; a link fault fails the operations on it (HCOMM_ERR_TRANSPORT)
+};
+
+/// HCOMM_RDMA_BUFFERS: how payloads reach the NIC (Config::rdma_buffers).
+enum class RdmaBufferMode {
+  zero_copy,  ///< "zero_copy": buffers on a 4 KiB boundary are registered and sent in place
+  dynamic,    ///< "dynamic": copied through a registered pool that grows on demand
+  fixed,      ///< "static": copied through a fixed pre-registered pool
+};
+
+/// The variable's spelling of the mode: "auto", "on", "off".
+const char* to_string(FailoverMode mode);
+/// The variable's spelling of the mode: "zero_copy", "dynamic", "static".
+const char* to_string(RdmaBufferMode mode);
 
 struct Config {
   // ---- who am I (HCOMM_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, and the SIZE twins)
@@ -30,8 +52,11 @@ struct Config {
   /// on this host, else RDMA when both ranks have a device, else TCP), or one protocol's name for
   /// every peer: "shm" (every rank must be on this host), "rdma" (fails with
   /// HCOMM_ERR_NO_DEVICE without a device), "tcp", or a protocol the application registered
-  /// (hcomm/protocol.hpp).
-  std::string transport = "auto";
+  /// (hcomm/protocol.hpp). Compare with auto_transport(), not with the text.
+  std::string transport = kAutoTransport;
+  static constexpr const char* kAutoTransport = "auto";
+  /// Whether `transport` leaves the choice to hcomm, per peer ("auto").
+  bool auto_transport() const { return transport == kAutoTransport; }
   size_t send_buf_size = 0;  ///< HCOMM_SEND_BUF_SIZE: SO_SNDBUF in bytes, 0 = kernel default
   size_t recv_buf_size = 0;  ///< HCOMM_RECV_BUF_SIZE: SO_RCVBUF in bytes, 0 = kernel default
   int sockets_per_peer = 1;  ///< HCOMM_SOCKETS_PER_PEER: TCP connections per peer (1..16)
@@ -56,23 +81,26 @@ struct Config {
   /// HCOMM_RDMA_RETRY_CNT: transport retries before a send fails (0..6). 7 would mean "retry
   /// forever" on some devices (rdma_rxe), so that a dead path is never reported: refused.
   int rdma_retry_cnt = 6;
-  /// HCOMM_RDMA_TRAFFIC_CLASS: the IP traffic class (DSCP << 2 | ECN) of RoCE packets (0..255).
+  /// HCOMM_RDMA_TRAFFIC_CLASS: the IP traffic class (DSCP << 2 | ECN) of RoCE packets (0..255);
+  /// 0: the QoS class's marking (CS<priority>).
   int rdma_traffic_class = 0;
-  /// HCOMM_RDMA_BUFFERS: how payloads reach the NIC. "zero_copy": application buffers that start
+  /// HCOMM_RDMA_BUFFERS: how payloads reach the NIC. zero_copy: application buffers that start
   /// on a 4 KiB boundary are registered on first use and cached (others are copied through
-  /// registered staging); "dynamic": always copied through a registered pool that grows on
-  /// demand; "static": copied through a fixed pre-registered pool (senders wait for a slot).
-  std::string rdma_buffers = "zero_copy";
-  /// HCOMM_RDMA_PIN_BUDGET_MB: bytes the registration cache may keep pinned per device.
+  /// registered staging); dynamic: always copied through a registered pool that grows on
+  /// demand; fixed ("static"): copied through a fixed pre-registered pool (senders wait for a
+  /// slot).
+  RdmaBufferMode rdma_buffers = RdmaBufferMode::zero_copy;
+  /// HCOMM_RDMA_PIN_BUDGET_MB (in MiB): bytes the registration cache may keep pinned per device.
   size_t rdma_pin_budget = size_t{1} << 30;
 
-  /// HCOMM_CHUNK_SIZE: pipelining unit of collectives; 0 = chosen per operation by the cost model.
+  /// HCOMM_CHUNK_SIZE: pipelining unit of collectives (64 B..1 GiB); 0 = chosen per operation by
+  /// the cost model.
   size_t chunk_bytes = 0;
 
   // ---- algorithms
   /// HCOMM_ALGO: forces algorithms, e.g. "allreduce=ring;broadcast=tree", or one name for every
-  /// operation that has it ("tree"). Names: ring, tree, rd, hd, direct, auto. Empty: the cost
-  /// model chooses per operation, message size and world size.
+  /// operation that has it ("tree"). Names: ring, tree, rd, hd, direct, hier, auto. Empty: the
+  /// cost model chooses per operation, message size and world size.
   std::string algo;
   /// HCOMM_TOPO_FILE: hosts' switches and racks (format in the README); rings follow it.
   std::string topo_file;
@@ -81,31 +109,34 @@ struct Config {
   bool calibrate = true;
 
   // ---- deadlines
-  /// HCOMM_CONNECT_TIMEOUT_MS: joining the rendezvous and connecting to every peer.
+  /// HCOMM_CONNECT_TIMEOUT_MS: joining the rendezvous and connecting to every peer. This and the
+  /// other *_MS variables take whole milliseconds, at least 1.
   std::chrono::milliseconds connect_timeout{30000};
   /// HCOMM_TIMEOUT_MS: how long the blocking forms (Communicator::allreduce, ...) wait.
   std::chrono::milliseconds op_timeout{300000};
 
   // ---- failover (README: "Failover")
-  /// HCOMM_FAILOVER: "auto" gives every RDMA and TCP peer a reliable channel with a TCP fallback
-  /// link (shared memory between the processes of one host is left as it is); "on" also shared
-  /// memory; "off" none: a link fault then fails the operations on it with HCOMM_ERR_TRANSPORT.
-  std::string failover = "auto";
+  /// HCOMM_FAILOVER: automatic ("auto") gives every RDMA and TCP peer a reliable channel with a
+  /// TCP fallback link (shared memory between the processes of one host is left as it is); on
+  /// also shared memory; off none: a link fault then fails the operations on it with
+  /// HCOMM_ERR_TRANSPORT.
+  FailoverMode failover = FailoverMode::automatic;
   /// HCOMM_FALLBACK_IFNAME: interface of the fallback TCP links (e.g. a management network).
   /// Empty: the interface the communicator listens on (HCOMM_SOCKET_IFNAME).
   std::string fallback_ifname;
   /// HCOMM_KEEPALIVE_MS: a link that sent nothing for this long sends a heartbeat.
   std::chrono::milliseconds keepalive_interval{200};
-  /// HCOMM_KEEPALIVE_TIMEOUT_MS: a link with no sign of life (any frame) for this long is dead.
+  /// HCOMM_KEEPALIVE_TIMEOUT_MS: a link with no sign of life (any frame) for this long is dead;
+  /// must exceed keepalive_interval.
   std::chrono::milliseconds keepalive_timeout{800};
   /// HCOMM_PHI_THRESHOLD: > 0 also suspects a link once its phi-accrual level (from the
   /// observed arrival intervals) passes this value, e.g. 8; 0 = the timeout alone.
   double phi_threshold = 0;
   /// HCOMM_PEER_TIMEOUT_MS: a peer whose every link stays down this long is lost
-  /// (HCOMM_ERR_PEER_LOST for everything involving it).
+  /// (HCOMM_ERR_PEER_LOST for everything involving it); at least keepalive_timeout.
   std::chrono::milliseconds peer_timeout{5000};
   /// HCOMM_RECONNECT_MIN_MS / HCOMM_RECONNECT_MAX_MS: backoff between reconnection attempts
-  /// (doubling, with jitter).
+  /// (doubling, with jitter); max at least min.
   std::chrono::milliseconds reconnect_min{100};
   std::chrono::milliseconds reconnect_max{2000};
   /// HCOMM_FAILBACK_MS: a reconnected primary must carry heartbeats this long before traffic
@@ -117,22 +148,25 @@ struct Config {
   std::chrono::milliseconds failover_window{30000};
 
   // ---- QoS (hcomm/qos.hpp, README: "QoS")
-  /// HCOMM_QOS "min=30,max=70,priority=2": this communicator's traffic class.
+  /// HCOMM_QOS "min=30,max=70,priority=2": this communicator's traffic class (any subset of the
+  /// keys; the others keep QosClass's defaults).
   QosClass qos;
   /// HCOMM_LINK_GBPS: capacity of the bottleneck link the communicators of this host share, in
-  /// Gbit/s; 0: the speed the listening interface reports (10 when it reports none).
+  /// Gbit/s (up to 100000); 0: the speed the listening interface reports (10 when it reports
+  /// none).
   double link_gbps = 0;
   /// HCOMM_FALLBACK_LINK_GBPS: the same for traffic moved to its fallback link; 0: link_gbps.
   double fallback_link_gbps = 0;
 
   // ---- runtime
-  int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads (control plane only)
+  int actor_threads = 2;  ///< HCOMM_ACTOR_THREADS: CAF scheduler threads, 1..64 (control plane)
   /// HCOMM_SPIN_US: how long a thread waiting for an operation drives progress itself (busy
-  /// polling) before it sleeps. -1: 500 us when this host has a core per local rank, else 20 us.
+  /// polling) before it sleeps. -1: 500 us when this host has a core per local rank, else 0.
   int spin_us = -1;
 
-  /// Defaults overridden by the environment. Fails with HCOMM_ERR_INVALID_ARG naming the variable
-  /// when a variable is set to something that does not parse.
+  /// Defaults overridden by the environment. Fails with HCOMM_ERR_INVALID_ARG naming the variable,
+  /// its value and what it accepts when a variable is set to something that does not parse, and
+  /// naming both when two disagree (keep-alive timeout not above its interval, ...).
   static Expected<Config> from_env();
 };
 

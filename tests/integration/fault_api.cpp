@@ -335,7 +335,7 @@ int shrink_mode(int killed) {
   const milliseconds peer_timeout = c.config().peer_timeout;
   note("peer_timeout " + std::to_string(peer_timeout.count()) + " ms, keepalive_timeout " +
        std::to_string(c.config().keepalive_timeout.count()) + " ms, failover " +
-       c.config().failover);
+       to_string(c.config().failover));
 
   phase("verified allreduce", std::chrono::seconds(60));
   verified_allreduce(c, b, 4099, DataType::int32, ReduceOp::sum, "allreduce int32 sum x4099");

@@ -11,6 +11,17 @@ alone=$("$info")
 grep -q "^host " <<<"$alone" || fail "no host line alone: $alone"
 grep -q "not launched as a world" <<<"$alone" || fail "no hint alone: $alone"
 
+# --config: every variable with its value in force; a set one that does not parse exits 2.
+config=$(env -u HCOMM_NUM_QPS HCOMM_SPIN_US=200 "$info" --config) || fail "--config failed"
+grep -qE '^HCOMM_SPIN_US +200 +environment +-1 ' <<<"$config" || fail "--config: $config"
+grep -qE '^HCOMM_NUM_QPS +1 +default +1 ' <<<"$config" || fail "--config: $config"
+set +e
+bad=$(HCOMM_NUM_QPS=17 "$info" --config 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "--config with HCOMM_NUM_QPS=17 exited $rc, not 2"
+grep -q "HCOMM_NUM_QPS='17' is out of range" <<<"$bad" || fail "--config's message: $bad"
+
 world=$("$run" -n 4 --timeout 60 bash -c \
   'HCOMM_HOST_ID=testhost$((HCOMM_RANK / 2)) exec "$0"' "$info")
 grep -q "communicator: 4 ranks" <<<"$world" || fail "no rank table: $world"

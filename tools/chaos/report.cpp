@@ -56,7 +56,7 @@ void Report::header() const {
       "# failover settings: HCOMM_FAILOVER=%s, keep-alive %lld ms, timeout %lld ms, peer "
       "timeout %lld ms, reconnect %lld..%lld ms, failback after %lld ms, limit %d "
       "failovers in %lld s, fallback interface %s, primary interface %s\n",
-      c.failover.c_str(), static_cast<long long>(c.keepalive_interval.count()),
+      to_string(c.failover), static_cast<long long>(c.keepalive_interval.count()),
       static_cast<long long>(c.keepalive_timeout.count()),
       static_cast<long long>(c.peer_timeout.count()),
       static_cast<long long>(c.reconnect_min.count()),

@@ -40,7 +40,8 @@ constexpr size_t kPage = 4096;
 // ---- creation
 
 RdmaLink::RdmaLink(ProgressEngine& engine, LinkObserver& observer, Identity id,
-                   std::unique_ptr<QueuePairSet> qps, BufferMode buffers, UpCallback on_up)
+                   std::unique_ptr<QueuePairSet> qps, RdmaBufferMode buffers,
+                   UpCallback on_up)
     : MediumLink(observer, id, qps->name(), std::move(on_up)),
       engine_(engine),
       qps_(std::move(qps)),
@@ -116,7 +117,7 @@ void RdmaLink::send_frame(SendRequest* request) {
   o.request = request;
   if (next_to_post_ == sendq_.end()) next_to_post_ = std::prev(sendq_.end());
   const bool data = o.header.kind == static_cast<uint8_t>(FrameKind::data);
-  if (buffers_ == BufferMode::zero_copy && data && request->buffer != nullptr &&
+  if (buffers_ == RdmaBufferMode::zero_copy && data && request->buffer != nullptr &&
       o.header.length >= kZeroCopyMin) {
     MrCache& cache = qps_->device().mr_cache();
     // The 4 KiB rule: a buffer that starts on a page is registered on first use; any other one
@@ -149,7 +150,7 @@ int RdmaLink::pick_qp(bool credit_only) {
 int RdmaLink::take_staging() {
   if (free_staging_.empty()) {
     const bool may_grow =
-        buffers_ != BufferMode::fixed && static_cast<int>(staging_slots_.size()) < kMaxStaging;
+        buffers_ != RdmaBufferMode::fixed && static_cast<int>(staging_slots_.size()) < kMaxStaging;
     if (!may_grow) return -1;
     Status st = grow_staging();
     if (!st.ok()) {

@@ -30,15 +30,13 @@
 #include <string>
 #include <vector>
 
+#include "hcomm/config.hpp"
 #include "transport/medium_link.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/rdma/mr_cache.hpp"
 #include "transport/rdma/queue_pairs.hpp"
 
 namespace hcomm::transport::rdma {
-
-/// How payloads reach the NIC (Config::rdma_buffers).
-enum class BufferMode { zero_copy, dynamic, fixed };
 
 class RdmaLink final : public MediumLink,
                        public Poller,
@@ -51,7 +49,7 @@ class RdmaLink final : public MediumLink,
   /// runs before this returns (HCOMM_ERR_OUT_OF_MEM or the device's error when the memory could
   /// not be registered).
   RdmaLink(ProgressEngine& engine, LinkObserver& observer, Identity id,
-           std::unique_ptr<QueuePairSet> qps, BufferMode buffers, UpCallback on_up);
+           std::unique_ptr<QueuePairSet> qps, RdmaBufferMode buffers, UpCallback on_up);
   ~RdmaLink() override;
 
   LinkCaps caps() const override;
@@ -120,7 +118,7 @@ class RdmaLink final : public MediumLink,
 
   ProgressEngine& engine_;
   std::unique_ptr<QueuePairSet> qps_;
-  const BufferMode buffers_;
+  const RdmaBufferMode buffers_;  // how payloads reach the NIC
   std::vector<RegisteredRegion> staging_regions_;  // kStagingPerRegion slots each
   std::vector<std::byte*> staging_slots_;
   std::vector<uint32_t> staging_lkeys_;

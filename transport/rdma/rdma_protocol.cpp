@@ -33,12 +33,6 @@ QueuePairParams RdmaProtocol::queue_pair_params() const {
   return params;
 }
 
-BufferMode RdmaProtocol::buffer_mode() const {
-  return config_.rdma_buffers == "static"    ? BufferMode::fixed
-         : config_.rdma_buffers == "dynamic" ? BufferMode::dynamic
-                                             : BufferMode::zero_copy;
-}
-
 Status RdmaProtocol::prepare(const std::vector<PeerAddress>& peers, Rendezvous& rendezvous,
                              Rendezvous::Deadline deadline) {
   // One line per peer: "<peer> <endpoint>".
@@ -96,7 +90,7 @@ std::unique_ptr<Link> RdmaProtocol::create_link(const LinkContext& context,
   std::unique_ptr<QueuePairSet> qps = std::move(it->second);
   prepared_.erase(it);
   MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
-  return std::make_unique<RdmaLink>(*engine_, *context.observer, id, std::move(qps), buffer_mode(),
+  return std::make_unique<RdmaLink>(*engine_, *context.observer, id, std::move(qps), config_.rdma_buffers,
                                     std::move(on_up));
 }
 

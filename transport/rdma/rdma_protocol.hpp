@@ -41,7 +41,6 @@ class RdmaProtocol final : public LinkProtocol {
 
  private:
   QueuePairParams queue_pair_params() const;
-  BufferMode buffer_mode() const;
 
   ProtocolContext context_;
   std::shared_ptr<RdmaDevice> device_;
