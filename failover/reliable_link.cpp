@@ -71,7 +71,10 @@ ReliableLink::Slot::~Slot() = default;
 ReliableLink::ReliableLink(ReliableLinkParams params, transport::LinkObserver& observer,
                            ChannelListener& listener, FailoverRecorder& recorder)
     : params_(std::move(params)),
-      engine_(*params_.context.engine),
+      engine_scheduler_(params_.scheduler != nullptr
+                            ? nullptr
+                            : std::make_unique<EngineScheduler>(*params_.context.engine)),
+      scheduler_(params_.scheduler != nullptr ? *params_.scheduler : *engine_scheduler_),
       observer_(observer),
       listener_(listener),
       recorder_(recorder),
@@ -87,11 +90,11 @@ ReliableLink::ReliableLink(ReliableLinkParams params, transport::LinkObserver& o
 
 ReliableLink::~ReliableLink() {
   *alive_ = false;
-  if (tick_timer_ != 0) engine_.cancel_timer(tick_timer_);
-  if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
+  if (tick_timer_ != 0) scheduler_.cancel_timer(tick_timer_);
+  if (deadline_timer_ != 0) scheduler_.cancel_timer(deadline_timer_);
   for (int s = 0; s < 2; ++s) {
     if (slots_[static_cast<size_t>(s)].attempt_timer != 0)
-      engine_.cancel_timer(slots_[static_cast<size_t>(s)].attempt_timer);
+      scheduler_.cancel_timer(slots_[static_cast<size_t>(s)].attempt_timer);
     retire(s);
   }
   graves_.clear();
@@ -99,7 +102,7 @@ ReliableLink::~ReliableLink() {
 }
 
 void ReliableLink::defer(std::function<void()> task) {
-  engine_.post([alive = std::weak_ptr<bool>(alive_), task = std::move(task)] {
+  scheduler_.post([alive = std::weak_ptr<bool>(alive_), task = std::move(task)] {
     if (alive.lock()) task();
   });
 }
@@ -143,12 +146,12 @@ void ReliableLink::establish(Clock::time_point deadline, UpCallback on_up) {
     }
     start_link(s, "", /*redial=*/false, 0);
   }
-  deadline_timer_ = engine_.add_timer(deadline, [this] {
+  deadline_timer_ = scheduler_.add_timer(deadline, [this] {
     deadline_timer_ = 0;
     if (on_up_)
       std::exchange(on_up_, nullptr)({HCOMM_ERR_TIMEOUT, name_ + ": the links did not come up"});
   });
-  tick_timer_ = engine_.add_timer(Clock::now() + tick_period(), [this] { tick(); });
+  tick_timer_ = scheduler_.add_timer(scheduler_.now() + tick_period(), [this] { tick(); });
 }
 
 void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redial,
@@ -166,7 +169,7 @@ void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redi
   transport::LinkContext ctx = context_for(slot);
   ctx.peer_address = spec.peer_address;
   ctx.generation = generation;
-  const auto deadline = Clock::now() + params_.redial_timeout;
+  const auto deadline = scheduler_.now() + params_.redial_timeout;
   s.link = redial ? spec.protocol->redial(ctx, peer_offer, deadline, std::move(on_up))
                   : spec.protocol->create_link(ctx, deadline, std::move(on_up));
   if (s.link && tos_ >= 0) s.link->set_traffic_class(tos_);
@@ -176,7 +179,7 @@ void ReliableLink::start_link(int slot, const std::string& peer_offer, bool redi
 void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.epoch != epoch || s.state != SlotState::connecting || !error_.ok()) return;
-  if (s.attempt_timer != 0) engine_.cancel_timer(s.attempt_timer);
+  if (s.attempt_timer != 0) scheduler_.cancel_timer(s.attempt_timer);
   s.attempt_timer = 0;
   if (!status.ok()) {
     if (on_up_) {
@@ -187,9 +190,9 @@ void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
     return;
   }
   s.state = SlotState::up;
-  last_life_ = Clock::now();
+  last_life_ = scheduler_.now();
   s.detector.reset(last_life_);
-  s.last_sent = Clock::now();
+  s.last_sent = scheduler_.now();
   s.heard_since_up = 0;
   // A link made at creation has proven itself by connecting; a reconnected one may be "up" on
   // this side (RDMA queue pairs are ready at once) over a path that still drops everything, so
@@ -203,7 +206,7 @@ void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
   if (on_up_) {
     // Creation: traffic starts on the primary once both links are up.
     if (slots_[kPrimary].state != SlotState::up || slots_[kFallback].state != SlotState::up) return;
-    if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
+    if (deadline_timer_ != 0) scheduler_.cancel_timer(deadline_timer_);
     deadline_timer_ = 0;
     activate(kPrimary, "", /*quiet=*/true);
     std::exchange(on_up_, nullptr)(Status{});
@@ -241,7 +244,7 @@ void ReliableLink::retire(int slot) {
   grave->link = std::move(s.link);
   grave->tap = std::move(s.tap);
   s.state = SlotState::empty;
-  if (s.attempt_timer != 0) engine_.cancel_timer(s.attempt_timer);
+  if (s.attempt_timer != 0) scheduler_.cancel_timer(s.attempt_timer);
   s.attempt_timer = 0;
   s.attempt = 0;
   if (active_ == slot) active_ = kNoSlot;
@@ -290,7 +293,7 @@ void ReliableLink::redial(int slot) {
     if (!spec.protocol->needs_offer())
       start_link(slot, "", /*redial=*/true, static_cast<uint32_t>(attempt));
     s.attempt_timer =
-        engine_.add_timer(Clock::now() + params_.redial_timeout, [this, slot, attempt] {
+        scheduler_.add_timer(scheduler_.now() + params_.redial_timeout, [this, slot, attempt] {
           Slot& sl = slots_[static_cast<size_t>(slot)];
           sl.attempt_timer = 0;
           if (sl.attempt == attempt)
@@ -333,7 +336,7 @@ void ReliableLink::close() {
   // The executor fails every operation now and frees their requests: nothing here may call
   // them back from now on.
   forget_requests();
-  if (tick_timer_ != 0) engine_.cancel_timer(tick_timer_);
+  if (tick_timer_ != 0) scheduler_.cancel_timer(tick_timer_);
   tick_timer_ = 0;
   if (!error_.ok()) return;
   // A goodbye on both links; the one on the link that carries traffic follows the frames queued

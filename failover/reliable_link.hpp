@@ -42,6 +42,7 @@
 #include "failover/link_supervisor.hpp"
 #include "failover/receipts.hpp"
 #include "failover/replay_buffer.hpp"
+#include "failover/scheduler.hpp"
 #include "transport/link.hpp"
 #include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
@@ -66,6 +67,9 @@ struct ReliableLinkParams {
   double phi_threshold = 0;
   /// How long one reconnection attempt may take to come up.
   std::chrono::milliseconds redial_timeout{3000};
+  /// The clock, tasks and timers (not owned; must outlive the link). Null: context.engine's and
+  /// the steady clock.
+  Scheduler* scheduler = nullptr;
 };
 
 class ReliableLink final : public transport::Link, private ProxyOwner {
@@ -118,7 +122,7 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
     std::unordered_set<SendProxy*> sends;  // in flight on `link`, owned here
     std::unordered_set<RecvProxy*> recvs;  // posted on `link`, owned here
     uint64_t attempt = 0;                  // reconnection waiting for the peer's reply
-    transport::ProgressEngine::TimerId attempt_timer = 0;
+    Scheduler::TimerId attempt_timer = 0;
     bool redialed = false;  // made by a reconnection (its coming up is news)
     bool proven = false;    // reported up: made at creation, or heard from since reconnected
     uint32_t heard_since_up = 0;
@@ -193,7 +197,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   bool drop_duplicate(int slot, const transport::FrameHeader& header);
 
   ReliableLinkParams params_;
-  transport::ProgressEngine& engine_;
+  std::unique_ptr<EngineScheduler> engine_scheduler_;  // when params_.scheduler is null
+  Scheduler& scheduler_;
   transport::LinkObserver& observer_;
   ChannelListener& listener_;
   FailoverRecorder& recorder_;
@@ -210,8 +215,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   double pacing_ = 0;  // set_pacing_rate(), likewise
   transport::Link* final_ = nullptr;  // after the peer's goodbye: the link its last frames sit in
   UpCallback on_up_;
-  transport::ProgressEngine::TimerId tick_timer_ = 0;
-  transport::ProgressEngine::TimerId deadline_timer_ = 0;
+  Scheduler::TimerId tick_timer_ = 0;
+  Scheduler::TimerId deadline_timer_ = 0;
   uint64_t next_attempt_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred tasks
   std::vector<std::unique_ptr<Grave>> graves_;

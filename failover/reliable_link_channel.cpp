@@ -27,7 +27,7 @@ std::chrono::milliseconds ReliableLink::tick_period() const {
 void ReliableLink::tick() {
   tick_timer_ = 0;
   if (!error_.ok() || closing_) return;
-  const auto now = Clock::now();
+  const auto now = scheduler_.now();
   for (int i = 0; i < 2; ++i) {
     Slot& s = slots_[static_cast<size_t>(i)];
     if (s.state != SlotState::up) continue;
@@ -50,11 +50,11 @@ void ReliableLink::tick() {
   }
   if (receipts_.owed()) send_ack();
   if (!error_.ok()) return;
-  tick_timer_ = engine_.add_timer(now + tick_period(), [this] { tick(); });
+  tick_timer_ = scheduler_.add_timer(now + tick_period(), [this] { tick(); });
 }
 
 void ReliableLink::heard(int slot) {
-  last_life_ = Clock::now();
+  last_life_ = scheduler_.now();
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.detector.heard(last_life_);
   if (s.proven || s.state != SlotState::up || ++s.heard_since_up < kProofFrames) return;
@@ -70,7 +70,7 @@ void ReliableLink::send_on(int slot, ChannelMessage message) {
   if (s.state != SlotState::up) return;
   message.cumulative = receipts_.cumulative();
   EncodedChannelMessage frame = encode(message, params_.context.comm_id);
-  s.last_sent = Clock::now();
+  s.last_sent = scheduler_.now();
   s.link->send_channel(frame.header, std::move(frame.payload));
 }
 

@@ -53,7 +53,7 @@ void ReliableLink::peer_closed(int slot, const Status& status) {
 void ReliableLink::fail_slot(int slot, const std::string& reason) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (!error_.ok() || closing_ || s.state == SlotState::empty) return;
-  const auto now = Clock::now();
+  const auto now = scheduler_.now();
   // How long this link had been silent when the fault was decided: the detection time (an
   // error reported by the medium is detected at once; a silent path after the keep-alive).
   const auto silent = s.detector.silence(now);
@@ -198,7 +198,7 @@ void ReliableLink::declare_lost(const std::string& reason) {
       report(ChannelEvent::Kind::up, i, kNoSlot, "");
       return;
     }
-  const auto silent = peer_silence(Clock::now());
+  const auto silent = peer_silence(scheduler_.now());
   error_ = Status{HCOMM_ERR_PEER_LOST,
                   "rank " + std::to_string(peer()) + " (" + params_.slots[kPrimary].peer_address +
                       ") is lost: " + reason +
@@ -224,7 +224,7 @@ void ReliableLink::report(ChannelEvent::Kind kind, int slot, int from, const std
   e.slot = static_cast<int8_t>(slot);
   e.from = static_cast<int8_t>(from);
   e.epoch = slot >= 0 ? slots_[static_cast<size_t>(slot)].epoch : 0;
-  e.silent_ms = peer_silence(Clock::now()).count();
+  e.silent_ms = peer_silence(scheduler_.now()).count();
   e.reason = reason;
   listener_.on_channel_event(e);
 }

@@ -33,7 +33,7 @@ void ReliableLink::transmit(ReplayBuffer::Frame& f, int slot) {
   s.sends.insert(p);
   f.in_flight = true;
   f.sent_once = true;
-  s.last_sent = Clock::now();
+  s.last_sent = scheduler_.now();
   s.link->post_send(p);  // may call back at once
 }
 
