@@ -24,7 +24,9 @@
 // (replay_buffer.hpp), the acknowledgements owed (receipts.hpp), the requests posted on the
 // links for the executor's (link_proxies.hpp). Its implementation is in four files: the links'
 // life cycle (reliable_link.cpp), faults and switches (reliable_link_switch.cpp), heartbeats and
-// channel messages (reliable_link_channel.cpp), data frames (reliable_link_traffic.cpp).
+// channel messages (reliable_link_channel.cpp), data frames (reliable_link_traffic.cpp). Its
+// clock, deferred tasks and timers come from a Scheduler (scheduler.hpp): the progress engine's,
+// unless ReliableLinkParams names another.
 #pragma once
 
 #include <array>
