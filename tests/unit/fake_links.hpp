@@ -117,10 +117,14 @@ class FakeLink final : public transport::Link {
     if (!error_.ok()) return r->on_sent(error_);
     const auto* p = static_cast<const std::byte*>(r->payload);
     outbox_.push_back({r->header, std::vector<std::byte>(p, p + r->header.length), r});
+    // A write error: everything queued fails, this send too, from inside the call.
+    if (sends_before_failure >= 0 && sends_before_failure-- == 0)
+      fail({HCOMM_ERR_TRANSPORT, name_ + ": failed while sending"});
   }
+  /// A frame stored before the link failed is still handed over (after the peer's goodbye).
   void post_recv(transport::RecvRequest* r) override {
-    if (!error_.ok()) return r->on_received(error_);
     if (stored_.deliver_stored(r)) return;
+    if (!error_.ok()) return r->on_received(error_);
     posted_.push_back(r);
   }
   bool cancel_recv(transport::RecvRequest* r) override {
@@ -220,6 +224,8 @@ class FakeLink final : public transport::Link {
   int slot() const { return slot_; }
   int rank() const { return rank_; }
   uint32_t generation = 0;
+  /// >= 0: the link fails inside the post_send() after this many more.
+  int sends_before_failure = -1;
   /// The piece size for receives without a destination (rounded to their granularity).
   size_t piece_bytes = 1024;
 

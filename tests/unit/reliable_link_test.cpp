@@ -1,8 +1,9 @@
 // The reliable channel (failover/ReliableLink) on fake links (fake_links.hpp), on one thread with
 // a clock that moves only when the test says: replay after a switch, duplicates, acknowledgement
-// ranges, a frame half received when its link fails, a fail-back while a replay is under way;
-// its pieces alone (ReplayBuffer, Receipts); the channel-message codec. Every case checks the
-// bytes each receive got against the bytes sent, and that each request completed exactly once.
+// ranges, a frame half received when its link fails, a fail-back while a replay is under way, a
+// link failing inside the replay, the peer's loss and its goodbye; its pieces alone
+// (ReplayBuffer, Receipts); the channel-message codec. Every case checks the bytes each receive
+// got against the bytes sent, and that each request completed exactly once.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -525,6 +526,107 @@ TEST_CASE("ReliableLink: a half-received frame is whole, once, when the peer swi
     REQUIRE(sw != nullptr);
     CHECK_FALSE(h.rank[1].executor.failed);
   }
+}
+
+TEST_CASE("ReliableLink: a fallback that fails while taking the replay; the primary made again") {
+  Harness h;
+  const std::vector<size_t> sizes = {300, 25000, 4000, 17000};
+  std::vector<std::unique_ptr<Send>> sends;
+  std::vector<std::unique_ptr<Recv>> recvs;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    recvs.push_back(std::make_unique<Recv>(i + 1, sizes[i], i % 2 == 1));
+    h.link(1).post_recv(recvs.back().get());
+  }
+  h.net.hold(kPrimary, 0);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sends.push_back(std::make_unique<Send>(i + 1, sizes[i]));
+    h.link(0).post_send(sends.back().get());
+  }
+  h.pump();
+  // Rank 0's fallback takes one replayed frame and fails inside the send of the second: no link
+  // is left, the replay stops there, and the operations wait.
+  h.net.link(kFallback, 0)->sends_before_failure = 1;
+  h.net.fail(kPrimary);
+  h.net.fail(kFallback);
+  h.pump();
+  for (auto& r : recvs) CHECK(r->completions == 0);
+  CHECK_FALSE(h.rank[0].executor.failed);
+  CHECK_FALSE(h.rank[1].executor.failed);
+  CHECK(h.rank[0].listener.last(ChannelEvent::Kind::switched, hcomm::failover::kNoSlot));
+
+  // With no other link to agree over, each rank makes the primary again by itself.
+  h.net.hold(kPrimary, 0, false);
+  h.link(0).command({SupervisorCommand::Kind::redial, kPrimary, 0, ""});
+  h.link(1).command({SupervisorCommand::Kind::redial, kPrimary, 0, ""});
+  h.pump();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(i);
+    check_delivered(*recvs[i], *sends[i]);
+    check_sent(*sends[i]);
+  }
+  CHECK(h.net.data_carried(kPrimary, 0) == sizes.size());
+  CHECK(h.stats(1).duplicates_dropped == 0);
+}
+
+TEST_CASE("ReliableLink: a peer declared lost fails what waits on it, once, with PEER_LOST") {
+  Harness h;
+  Recv r(1, 5000, true);
+  Send copied(2, 100);
+  Send in_place(3, 30000);
+  h.link(0).post_recv(&r);
+  h.net.hold(kPrimary, 0);
+  h.link(0).post_send(&copied);
+  h.link(0).post_send(&in_place);
+  h.pump();
+  h.net.fail(kPrimary);
+  h.net.fail(kFallback);
+  h.pump();
+  CHECK(r.completions == 0);
+  CHECK(in_place.completions == 0);
+  h.link(0).command({SupervisorCommand::Kind::declare_lost, hcomm::failover::kNoSlot, 0, "gone"});
+  CHECK(r.completions == 1);
+  CHECK(r.status.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  check_sent(copied);  // complete when copied, before anything failed
+  CHECK(in_place.completions == 1);
+  CHECK(in_place.status.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  CHECK(h.rank[0].executor.failed);
+  CHECK(h.rank[0].executor.failure.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  CHECK(h.stats(0).peers_lost == 1);
+  Send later(4, 10);
+  Recv later_recv(4, 10, false);
+  h.link(0).post_send(&later);
+  h.link(0).post_recv(&later_recv);
+  CHECK(later.status.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  CHECK(later_recv.status.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  h.pump();
+  CHECK(r.completions == 1);
+  CHECK(in_place.completions == 1);
+}
+
+TEST_CASE("ReliableLink: after the peer's goodbye, its last frames are still received") {
+  Harness h;
+  Send last(1, 2000);
+  h.link(1).post_send(&last);
+  h.pump();  // stored at rank 0: no receive posted yet
+  Send unanswered(2, 30000);
+  h.net.hold(kPrimary, 0);
+  h.link(0).post_send(&unanswered);
+  h.pump();
+  CHECK(unanswered.completions == 0);
+  h.link(1).close();
+  h.pump();
+  // The peer completed its part of everything before saying goodbye: frames to it count as
+  // delivered; what it sent is received from the link its goodbye came on.
+  check_sent(unanswered);
+  CHECK(h.rank[0].executor.failed);
+  CHECK(h.rank[0].executor.failure.code() == hcomm::HCOMM_ERR_PEER_LOST);
+  Recv r(1, 2000, true);
+  h.link(0).post_recv(&r);
+  check_delivered(r, last);
+  Recv never(3, 10, false);
+  h.link(0).post_recv(&never);
+  CHECK(never.completions == 1);
+  CHECK_FALSE(never.status.ok());
 }
 
 TEST_CASE("ReliableLink: a frame that arrived before its receive survives the switch") {
