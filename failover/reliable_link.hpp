@@ -19,21 +19,32 @@
 // What needs judgement — when to reconnect, when to move back, when the peer is lost — is the
 // link supervisor's (link_supervisor.hpp, run by an actor); this class reports ChannelEvents and
 // carries out SupervisorCommands. Engine thread only, like every Link.
+//
+// The pieces: the channel's own messages (channel_message.hpp), the frames kept for replay
+// (replay_buffer.hpp), the acknowledgements owed (receipts.hpp), the requests posted on the
+// links for the executor's (link_proxies.hpp). Its implementation is in four files: the links'
+// life cycle (reliable_link.cpp), faults and switches (reliable_link_switch.cpp), heartbeats and
+// channel messages (reliable_link_channel.cpp), data frames (reliable_link_traffic.cpp). Its
+// clock, deferred tasks and timers come from a Scheduler (scheduler.hpp): the progress engine's,
+// unless ReliableLinkParams names another.
 #pragma once
 
 #include <array>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "failover/delivery_window.hpp"
+#include "failover/channel_message.hpp"
 #include "failover/failover_recorder.hpp"
 #include "failover/keepalive_detector.hpp"
+#include "failover/link_proxies.hpp"
 #include "failover/link_supervisor.hpp"
+#include "failover/receipts.hpp"
+#include "failover/replay_buffer.hpp"
+#include "failover/scheduler.hpp"
 #include "transport/link.hpp"
 #include "transport/link_protocol.hpp"
 #include "transport/progress_engine.hpp"
@@ -58,9 +69,12 @@ struct ReliableLinkParams {
   double phi_threshold = 0;
   /// How long one reconnection attempt may take to come up.
   std::chrono::milliseconds redial_timeout{3000};
+  /// The clock, tasks and timers (not owned; must outlive the link). Null: context.engine's and
+  /// the steady clock.
+  Scheduler* scheduler = nullptr;
 };
 
-class ReliableLink final : public transport::Link {
+class ReliableLink final : public transport::Link, private ProxyOwner {
  public:
   using Clock = transport::ProgressEngine::Clock;
   using UpCallback = std::function<void(const Status&)>;
@@ -98,10 +112,6 @@ class ReliableLink final : public transport::Link {
 
  private:
   class Tap;
-  struct Entry;
-  struct SendProxy;
-  struct Pending;
-  struct RecvProxy;
   struct Grave;
   enum class SlotState { empty, connecting, up };
   struct Slot {
@@ -114,7 +124,7 @@ class ReliableLink final : public transport::Link {
     std::unordered_set<SendProxy*> sends;  // in flight on `link`, owned here
     std::unordered_set<RecvProxy*> recvs;  // posted on `link`, owned here
     uint64_t attempt = 0;                  // reconnection waiting for the peer's reply
-    transport::ProgressEngine::TimerId attempt_timer = 0;
+    Scheduler::TimerId attempt_timer = 0;
     bool redialed = false;  // made by a reconnection (its coming up is news)
     bool proven = false;    // reported up: made at creation, or heard from since reconnected
     uint32_t heard_since_up = 0;
@@ -123,7 +133,7 @@ class ReliableLink final : public transport::Link {
     ~Slot();
   };
 
-  // ---- links
+  // ---- links (reliable_link.cpp)
   /// `generation`: the attempt, the same on both ranks (0 for links made without the peer's
   /// word: at creation, or when no other link is up to agree over).
   void start_link(int slot, const std::string& peer_offer, bool redial, uint32_t generation);
@@ -131,52 +141,66 @@ class ReliableLink final : public transport::Link {
   /// The slot's link is dropped: its requests move off it, the link is destroyed soon.
   void retire(int slot);
   void bury();
+  /// A new observer for the next link of `slot` (the one it replaces may still hold the old).
+  void renew_tap(int slot);
+  void redial(int slot);
+  void fail_attempt(int slot, uint64_t epoch, const std::string& reason);
+  /// The executor fails and frees its requests (close, abandon): none is called back after.
+  void forget_requests();
+  const std::string& slot_name(int slot) const;
+  transport::LinkContext context_for(int slot);
+  /// A task for later that runs only while this link lives.
+  void defer(std::function<void()> task);
+
+  // ---- faults and switches (reliable_link_switch.cpp)
+  void on_slot_failed(int slot, const Status& status, bool graceful);
+  void peer_closed(int slot, const Status& status);
   /// A link fault: drop it and move traffic to the other link (or wait with none).
   void fail_slot(int slot, const std::string& reason);
   /// Moves traffic to `slot` (up): leaves the active link, tells the peer, replays, reposts.
   /// `quiet`: the caller logged and recorded the switch already (or there is none to record).
   void activate(int slot, const std::string& reason, bool quiet);
+  /// Sends every kept frame that no link holds again on `slot`, in order (activate()).
+  void replay(int slot);
+  /// Posts every receive that no link holds on `slot` (activate()).
+  void repost(int slot);
   void follow_soon(int slot);
-  void redial(int slot);
-  void fail_attempt(int slot, uint64_t epoch, const std::string& reason);
   void declare_lost(const std::string& reason);
   void report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason);
   void record(LinkEvent::Kind kind, int from, int to, const std::string& reason,
               double detection_ms = 0);
-  const std::string& slot_name(int slot) const;
-  transport::LinkContext context_for(int slot);
   std::chrono::milliseconds peer_silence(Clock::time_point now) const;
 
-  // ---- heartbeats and acknowledgements
+  // ---- heartbeats and channel messages (reliable_link_channel.cpp)
   void tick();
   std::chrono::milliseconds tick_period() const;
   void heard(int slot);
-  void send_on(int slot, uint32_t kind, uint32_t chunk, uint64_t value, std::string payload);
+  /// Sends `message` on `slot`'s link (if up), with this side's cumulative acknowledgement.
+  void send_on(int slot, ChannelMessage message);
   void send_ack();
   void schedule_ack();
+  /// Acts on a receipt's verdict: an acknowledgement now, after this round, or with a tick.
+  void ack_when(Receipts::Due due);
   void on_channel(int slot, const transport::FrameHeader& header, const std::string& payload);
-  void on_acknowledged(uint64_t cumulative, const std::string& ranges);
+  void on_redial_request(int slot, const ChannelMessage& message);
 
-  // ---- frames
-  void transmit(Entry* entry, int slot);
-  void on_proxy_sent(SendProxy* proxy, const Status& status);
-  void maybe_release(Entry* entry);
-  /// An entry is done: its copy's memory goes back to the spares.
-  void recycle(Entry& entry);
-  void post_pending(Pending* pending, int slot);
+  // ---- data frames (reliable_link_traffic.cpp)
+  void transmit(ReplayBuffer::Frame& frame, int slot);
+  void on_proxy_sent(SendProxy* proxy, const Status& status) override;
+  void on_acknowledged(uint64_t cumulative, const std::vector<AckRange>& ranges);
+  /// Removes `frame` and completes its request once it is acknowledged and no link holds it.
+  void maybe_release(ReplayBuffer::Frame& frame);
+  void post_pending(PendingReceive* pending, int slot);
   /// A new posting of `pending` on `slot`'s link (not yet handed to it).
-  RecvProxy* attach_proxy(Pending* pending, int slot);
-  /// The executor fails and frees its requests (close, abandon): none is called back after.
-  void forget_requests();
-  void on_proxy_received(RecvProxy* proxy, const Status& status);
+  RecvProxy* attach_proxy(PendingReceive* pending, int slot);
+  void on_proxy_received(RecvProxy* proxy, const Status& status) override;
   /// Frame `seq` of the peer arrived whole (delivered or stored): acknowledged.
   void on_delivered(uint64_t seq, uint8_t flags);
   bool drop_duplicate(int slot, const transport::FrameHeader& header);
-  void on_slot_failed(int slot, const Status& status, bool graceful);
-  void peer_closed(int slot, const Status& status);
 
   ReliableLinkParams params_;
-  transport::ProgressEngine& engine_;
+  std::unique_ptr<EngineScheduler> engine_scheduler_;  // when params_.scheduler is null
+  Scheduler& scheduler_;
   transport::LinkObserver& observer_;
   ChannelListener& listener_;
   FailoverRecorder& recorder_;
@@ -193,8 +217,8 @@ class ReliableLink final : public transport::Link {
   double pacing_ = 0;  // set_pacing_rate(), likewise
   transport::Link* final_ = nullptr;  // after the peer's goodbye: the link its last frames sit in
   UpCallback on_up_;
-  transport::ProgressEngine::TimerId tick_timer_ = 0;
-  transport::ProgressEngine::TimerId deadline_timer_ = 0;
+  Scheduler::TimerId tick_timer_ = 0;
+  Scheduler::TimerId deadline_timer_ = 0;
   uint64_t next_attempt_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred tasks
   std::vector<std::unique_ptr<Grave>> graves_;
@@ -205,16 +229,12 @@ class ReliableLink final : public transport::Link {
   };
   std::vector<HeldAbort> held_aborts_;  // sent while no link was up
 
-  // sending: unacknowledged frames by sequence number
-  uint64_t next_seq_ = 1;
-  std::map<uint64_t, std::unique_ptr<Entry>> entries_;
-  size_t staged_bytes_ = 0;
-  std::vector<std::vector<std::byte>> spare_;
+  // sending: the frames not acknowledged yet
+  ReplayBuffer replay_;
   // receiving
-  std::unordered_map<transport::RecvRequest*, std::unique_ptr<Pending>> pending_;
-  DeliveryWindow window_;
+  std::unordered_map<transport::RecvRequest*, std::unique_ptr<PendingReceive>> pending_;
+  Receipts receipts_;
   transport::UnexpectedFrames stored_;  // taken over from links that went away
-  uint32_t unacked_deliveries_ = 0;
   bool ack_scheduled_ = false;
 };
 
