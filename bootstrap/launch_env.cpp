@@ -3,6 +3,9 @@
 #include <cctype>
 #include <climits>
 #include <cstdlib>
+#include <optional>
+
+#include "core/parse.hpp"
 
 namespace hcomm::bootstrap {
 namespace {
@@ -106,27 +109,21 @@ Status read_root_addr(LaunchEnv* out) {
 
 Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
                                 int64_t max) {
-  std::string t = trim(value);
   auto fail = [&](const char* what) {
     return invalid(std::string(name) + "='" + value + "' " + what + ": expected an integer in [" +
                    std::to_string(min) + ", " + std::to_string(max) + "]");
   };
-  size_t i = 0;
-  bool negative = false;
-  if (i < t.size() && (t[i] == '-' || t[i] == '+')) negative = t[i++] == '-';
-  if (i == t.size()) return fail("is not a number");
-  // Accumulate as a negative number so that INT64_MIN parses too.
-  int64_t acc = 0;
-  for (; i < t.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return fail("is not a number");
-    int digit = t[i] - '0';
-    if (acc < (INT64_MIN + digit) / 10) return fail("is out of range");
-    acc = acc * 10 - digit;
+  const std::optional<int64_t> v = core::parse_integer(value);
+  if (!v) {
+    // A sign and digits that parse_integer refused can only be too large for 64 bits.
+    const std::string t = trim(value);
+    const size_t first_digit = t.empty() || (t[0] != '-' && t[0] != '+') ? 0 : 1;
+    const bool whole =
+        t.size() > first_digit && t.find_first_not_of("0123456789", first_digit) == t.npos;
+    return fail(whole ? "is out of range" : "is not a number");
   }
-  if (!negative && acc == INT64_MIN) return fail("is out of range");
-  int64_t v = negative ? acc : -acc;
-  if (v < min || v > max) return fail("is out of range");
-  return v;
+  if (*v < min || *v > max) return fail("is out of range");
+  return *v;
 }
 
 Expected<HostPort> parse_host_port(const std::string& s) {
