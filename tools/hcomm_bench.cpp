@@ -33,20 +33,20 @@
 
 using hcomm::Communicator;
 using hcomm::Status;
-using hcomm::bench::find_op;
-using hcomm::bench::is_lead_rank;
-using hcomm::bench::kExitUsage;
-using hcomm::bench::kExitWrong;
-using hcomm::bench::OpSpec;
-using hcomm::bench::Options;
-using hcomm::bench::parse_options;
-using hcomm::bench::Progress;
-using hcomm::bench::Report;
-using hcomm::bench::Row;
-using hcomm::bench::Runner;
-using hcomm::bench::size_sweep;
-using hcomm::bench::TimedRun;
-using hcomm::bench::usage_error;
+using hcomm::tools::bench::find_op;
+using hcomm::tools::bench::is_lead_rank;
+using hcomm::tools::bench::kExitUsage;
+using hcomm::tools::bench::kExitWrong;
+using hcomm::tools::bench::OpSpec;
+using hcomm::tools::bench::Options;
+using hcomm::tools::bench::parse_options;
+using hcomm::tools::bench::Progress;
+using hcomm::tools::bench::Report;
+using hcomm::tools::bench::Row;
+using hcomm::tools::bench::Runner;
+using hcomm::tools::bench::size_sweep;
+using hcomm::tools::bench::TimedRun;
+using hcomm::tools::bench::usage_error;
 
 namespace {
 

@@ -38,7 +38,7 @@
 #include "chaos/verdict.hpp"
 #include "chaos/workload.hpp"
 
-using namespace hcomm::chaos;
+using namespace hcomm::tools::chaos;
 using hcomm::Communicator;
 
 namespace {

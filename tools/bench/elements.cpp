@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 // binary16 for the small integers and NaN that this tool stores (exact for |v| < 2048).
@@ -107,4 +107,4 @@ double load(DataType t, const void* buf, size_t i) {
   return std::nan("");
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 bool is_float(DataType t);
 
@@ -17,4 +17,4 @@ double wrap(DataType t, double v);
 void store(DataType t, void* buf, size_t i, double v);
 double load(DataType t, const void* buf, size_t i);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

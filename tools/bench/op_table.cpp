@@ -1,7 +1,7 @@
 // The operations: small functions for each column of the table, then the table itself.
 #include "bench/op_table.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 double factor_one(int) {
@@ -116,4 +116,4 @@ const OpSpec* find_op(const std::string& name) {
   return nullptr;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

@@ -12,7 +12,7 @@
 
 #include "bench/reference.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 // One rank's buffers for one Case: the storage owns them; send and recv are what the call gets.
 struct Buffers {
@@ -43,4 +43,4 @@ struct OpSpec {
 // nullptr for an unknown name.
 const OpSpec* find_op(const std::string& name);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

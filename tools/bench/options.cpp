@@ -14,7 +14,7 @@
 #include <iterator>
 #include <limits>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 const char kUsage[] =
@@ -208,4 +208,4 @@ std::vector<size_t> size_sweep(const Options& o) {
   return sizes;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

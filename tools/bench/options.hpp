@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 constexpr int kExitWrong = 1;  // also: a library error
 constexpr int kExitUsage = 2;
@@ -45,4 +45,4 @@ Options parse_options(int argc, char** argv);
 // The sizes to run, nccl-tests' loop: from -b while <= -e, times -f or plus -i.
 std::vector<size_t> size_sweep(const Options& o);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

@@ -7,7 +7,7 @@
 
 #include "bench/elements.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 double combine(ReduceOp op, double a, double b) {
@@ -59,4 +59,4 @@ double sentinel(const Case& c, double want) {
   return is_float(c.dtype) ? std::nan("") : wrap(c.dtype, want + 1);
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

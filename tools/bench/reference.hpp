@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 struct Case {
   int rank = 0, n = 1, root = 0;
@@ -31,4 +31,4 @@ bool matches(const Case& c, double got, double want);
 // A value the result must overwrite: NaN for floats, never equal to the expected integer else.
 double sentinel(const Case& c, double want);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

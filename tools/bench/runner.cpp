@@ -15,7 +15,7 @@
 
 #include "bench/elements.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -333,4 +333,4 @@ int64_t Runner::check(const Case& c, const Buffers& b) {
   return total;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

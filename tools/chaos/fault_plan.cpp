@@ -12,7 +12,7 @@
 #include "chaos/format.hpp"
 #include "chaos/options.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 using Fields = std::map<std::string, std::string>;
@@ -221,4 +221,4 @@ bool FaultPlan::is_victim(size_t i, int rank) const {
   return f.kind != Fault::Kind::command && f.target == rank;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

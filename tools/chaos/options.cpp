@@ -15,7 +15,7 @@
 
 #include <hcomm/hcomm.hpp>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 const char kUsage[] =
@@ -325,4 +325,4 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 constexpr int kExitFailed = 1;  // a check failed, a result was wrong, an operation failed
 constexpr int kExitUsage = 2;
@@ -62,4 +62,4 @@ Options parse_options(int argc, char** argv);
 /// A finite decimal number >= 0 (seconds, milliseconds); nullopt otherwise.
 std::optional<double> parse_non_negative(const std::string& text);
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 constexpr uint32_t kSentinelBits = 0x7fc0deadu;  // a quiet NaN no operation produces
@@ -105,4 +105,4 @@ std::optional<Mismatch> Workload::verify(uint64_t it) const {
   return bad;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -14,7 +14,7 @@
 #include "chaos/input_pattern.hpp"
 #include "chaos/options.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 /// The first wrong element of one iteration's result, and how many were wrong.
 struct Mismatch {
@@ -62,4 +62,4 @@ class Workload {
   Buffer send_, recv_;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos
