@@ -30,12 +30,14 @@
 #include "bench/options.hpp"
 #include "bench/report.hpp"
 #include "bench/runner.hpp"
+#include "usage.hpp"
 
 using hcomm::Communicator;
 using hcomm::Status;
+using hcomm::tools::is_lead_rank;
+using hcomm::tools::kExitUsage;
+using hcomm::tools::usage_error;
 using hcomm::tools::bench::find_op;
-using hcomm::tools::bench::is_lead_rank;
-using hcomm::tools::bench::kExitUsage;
 using hcomm::tools::bench::kExitWrong;
 using hcomm::tools::bench::OpSpec;
 using hcomm::tools::bench::Options;
@@ -46,7 +48,8 @@ using hcomm::tools::bench::Row;
 using hcomm::tools::bench::Runner;
 using hcomm::tools::bench::size_sweep;
 using hcomm::tools::bench::TimedRun;
-using hcomm::tools::bench::usage_error;
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-bench", /*runs_as_rank=*/true};
 
 namespace {
 
@@ -124,8 +127,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<Communicator> comm = join(o);
   const bool lead = comm->rank() == 0;
   if (spec->rooted && o.root >= comm->size()) {
-    if (lead) std::fprintf(stderr, "hcomm-bench: -r %d: only %d ranks\n", o.root, comm->size());
-    return kExitUsage;
+    const int size = comm->size();
+    comm.reset();  // every rank leaves alike, before usage_error() exits
+    usage_error("-r " + std::to_string(o.root) + ": only " + std::to_string(size) + " ranks");
   }
   if (o.has_qos) apply_qos(*comm, o);
 

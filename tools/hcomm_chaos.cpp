@@ -40,6 +40,10 @@
 
 using namespace hcomm::tools::chaos;
 using hcomm::Communicator;
+using hcomm::tools::kExitUsage;
+using hcomm::tools::usage_error;
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-chaos", /*runs_as_rank=*/true};
 
 namespace {
 

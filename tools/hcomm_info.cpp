@@ -12,8 +12,29 @@
 #include "topology/host_identity.hpp"
 #include "topology/machine_topology.hpp"
 #include "topology/topology_file.hpp"
+#include "usage.hpp"
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-info", /*runs_as_rank=*/true};
 
 namespace {
+
+constexpr char kUsage[] =
+    "usage: hcomm-info            this host: its identity, NUMA nodes, cores and NICs (hwloc),\n"
+    "                             and its place in HCOMM_TOPO_FILE\n"
+    "       hcomm-run -n N hcomm-info   (or under srun, mpirun, torchrun) also, on rank 0: every\n"
+    "                             rank's host and address, the ring order, the transport of\n"
+    "                             each pair of ranks and the algorithm per operation and size\n"
+    "  -h, --help                 this text\n"
+    "Exit status: 0; 1 when the configuration, the topology file or the communicator fails;\n"
+    "2 on bad usage.\n";
+
+void parse_args(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") hcomm::tools::print_help(kUsage);
+    hcomm::tools::usage_error("unexpected argument '" + arg + "'");
+  }
+}
 
 void print_machine() {
   const auto host = hcomm::topology::this_host();
@@ -114,7 +135,8 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  parse_args(argc, argv);
   print_machine();
   const bool topo_ok = print_topology_file();
   auto cfg = hcomm::Config::from_env();

@@ -2,6 +2,7 @@
 // value is a usage error, never a guess), and the sweep of sizes the flags describe.
 #include "bench/options.hpp"
 #include "byte_count.hpp"
+#include "usage.hpp"
 
 #include <getopt.h>
 
@@ -92,16 +93,6 @@ constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", 
 
 }  // namespace
 
-bool is_lead_rank() {
-  auto cfg = hcomm::Config::from_env();
-  return !cfg.ok() || cfg->rank <= 0;
-}
-
-[[noreturn]] void usage_error(const std::string& msg) {
-  if (is_lead_rank()) std::fprintf(stderr, "hcomm-bench: %s (-h for help)\n", msg.c_str());
-  std::exit(kExitUsage);
-}
-
 Options parse_options(int argc, char** argv) {
   static const option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
                                  {"maxbytes", required_argument, nullptr, 'e'},
@@ -177,8 +168,7 @@ Options parse_options(int argc, char** argv) {
         break;
       }
       case 'h':
-        if (is_lead_rank()) std::fputs(kUsage, stdout);
-        std::exit(0);
+        print_help(kUsage);
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:

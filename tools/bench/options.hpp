@@ -1,5 +1,5 @@
 // hcomm-bench's command line: the options, their parsing and the sweep of sizes they describe.
-// Usage errors end the process with kExitUsage, reported by one rank only.
+// Usage errors end the process through tools::usage_error (usage.hpp), reported by one rank only.
 #pragma once
 
 #include <hcomm/hcomm.hpp>
@@ -10,8 +10,7 @@
 
 namespace hcomm::tools::bench {
 
-constexpr int kExitWrong = 1;  // also: a library error
-constexpr int kExitUsage = 2;
+constexpr int kExitWrong = 1;  // also: a library error; bad usage: tools::kExitUsage
 
 struct Options {
   std::string op = "allreduce";
@@ -32,12 +31,6 @@ struct Options {
   QosClass qos;
   double duration_s = 0;  // -T: > 0 runs the first size back to back this long, not the sweep
 };
-
-// Usage errors are reported by one rank only: every rank parses the same arguments. The rank is
-// read from the launcher's environment because the communicator does not exist yet.
-bool is_lead_rank();
-
-[[noreturn]] void usage_error(const std::string& msg);
 
 // Exits on a usage error, and after printing the usage text for -h.
 Options parse_options(int argc, char** argv);

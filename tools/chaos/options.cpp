@@ -157,19 +157,6 @@ enum LongOnly : int {
 
 }  // namespace
 
-bool is_lead_rank() {
-  const char* rank = std::getenv("HCOMM_RANK");
-  if (rank == nullptr) rank = std::getenv("RANK");
-  if (rank == nullptr) rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank == nullptr) rank = std::getenv("SLURM_PROCID");
-  return rank == nullptr || std::strcmp(rank, "0") == 0;
-}
-
-[[noreturn]] void usage_error(const std::string& msg) {
-  if (is_lead_rank()) std::fprintf(stderr, "hcomm-chaos: %s (-h for help)\n", msg.c_str());
-  std::exit(kExitUsage);
-}
-
 std::optional<double> parse_non_negative(const std::string& text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
   char* end = nullptr;
@@ -307,8 +294,7 @@ Options parse_options(int argc, char** argv) {
         o.json_path = optarg;
         break;
       case 'h':
-        if (is_lead_rank()) std::fputs(kUsage, stdout);
-        std::exit(0);
+        print_help(kUsage);
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:
