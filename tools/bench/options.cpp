@@ -1,19 +1,19 @@
 // hcomm-bench's command line: getopt parsing with nccl-tests' flags, checked strictly (a bad
 // value is a usage error, never a guess), and the sweep of sizes the flags describe.
 #include "bench/options.hpp"
-#include "byte_count.hpp"
-#include "usage.hpp"
 
 #include <getopt.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
+
+#include "core/parse.hpp"
+#include "usage.hpp"
 
 namespace hcomm::tools::bench {
 namespace {
@@ -22,7 +22,8 @@ const char kUsage[] =
     "usage: hcomm-bench [OP] [flags]\n"
     "OP: allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall, gather,\n"
     "    scatter, sendrecv (rank r sends to r+1 and receives from r-1), barrier\n"
-    "  -b, --minbytes N      smallest size (default 8); K, M, G suffixes (x1024)\n"
+    "  -b, --minbytes N      smallest size (default 8): a byte count, 4096, 64K, 64KiB, 1M (K, M,\n"
+    "                        G: x1024, either case)\n"
     "  -e, --maxbytes N      largest size (default 64M)\n"
     "  -f, --stepfactor N    multiply the size by N between sizes (default 2)\n"
     "  -i, --stepbytes N     add N bytes between sizes instead (nonzero overrides -f)\n"
@@ -36,7 +37,7 @@ const char kUsage[] =
     "  -a, --algo A          force the algorithm: ring, tree, rd, hd, hier, direct, auto\n"
     "  -J, --json FILE       also write the results as JSON (rank 0)\n"
     "  -T, --duration S      tenant mode: run the first size (-b) back to back for S seconds\n"
-    "                        (decimals allowed) instead of -n iterations per size; every rank\n"
+    "                        (2.5, 500ms) instead of -n iterations per size; every rank\n"
     "                        stops at the same iteration. Rank 0 prints every rank's iterations,\n"
     "                        elapsed time, payload sent to ranks on other hosts in Gbit/s (1e9\n"
     "                        bit/s) and op latency median/p99/mean; -J adds per-rank samples of\n"
@@ -55,29 +56,29 @@ const char kUsage[] =
     "2 on bad usage.\n";
 
 size_t parse_bytes(const char* flag, const char* s) {
-  auto bytes = tools::parse_byte_count(s);
-  if (!bytes) usage_error(std::string(flag) + ": not a size: '" + s + "'");
-  return *bytes;
+  const auto bytes = core::parse_bytes(s);
+  if (!bytes)
+    usage_error(std::string(flag) + ": expected a byte count (4096, 64K, 64KiB, 1M, ...), got '" +
+                s + "'");
+  return static_cast<size_t>(*bytes);
 }
 
 double parse_seconds(const char* flag, const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s, &end);
+  const auto d = core::parse_duration(s, std::chrono::seconds(1));
+  const double v = d ? std::chrono::duration<double>(*d).count() : 0;
   // At most a day: a typo of a few digits too many should not hold a cluster for months.
-  if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 86400)
-    usage_error(std::string(flag) + ": expected seconds in (0, 86400], got '" + s + "'");
+  if (!(v > 0) || v > 86400)
+    usage_error(std::string(flag) + ": expected seconds in (0, 86400] (2.5, 500ms, ...), got '" +
+                s + "'");
   return v;
 }
 
 long parse_int(const char* flag, const char* s, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+  const auto v = core::parse_integer(s);
+  if (!v || *v < lo || *v > hi)
     usage_error(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " +
                 std::to_string(hi) + "], got '" + s + "'");
-  return v;
+  return static_cast<long>(*v);
 }
 
 DataType parse_dtype_arg(const char* s) {

@@ -1,19 +1,20 @@
 // hcomm-chaos's command line: getopt_long parsing, checked strictly (a bad value is a usage
 // error, never a guess), and the usage text with examples.
 #include "chaos/options.hpp"
-#include "byte_count.hpp"
 
 #include <getopt.h>
 
 #include <cctype>
 #include <cerrno>
-#include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include <hcomm/hcomm.hpp>
+
+#include "core/parse.hpp"
 
 namespace hcomm::tools::chaos {
 namespace {
@@ -26,7 +27,7 @@ const char kUsage[] =
     "\n"
     "OP: allreduce (default, float32 sum), broadcast, allgather\n"
     "Workload:\n"
-    "  -b, --bytes N          size of one operation (default 1M; K, M, G suffixes x1024):\n"
+    "  -b, --bytes N          size of one operation (default 1M; 4096, 64K, 64KiB, 1M: x1024):\n"
     "                         the buffer; for allgather the gathered buffer, as in hcomm-bench\n"
     "  -n, --iters N          run N iterations (every rank does the same N)\n"
     "  -s, --seconds S        or run for S seconds (default 10; the ranks agree when to stop)\n"
@@ -41,6 +42,8 @@ const char kUsage[] =
     "  -r, --root R           broadcast root (default 0)\n"
     "  -a, --algo A           force the algorithm (ring, tree, rd, hd, hier, direct, auto): two\n"
     "                         runs compared by digest must reduce in the same order\n"
+    "Times and durations are numbers in the unit the option names, or carry their own (us, ms,\n"
+    "s, m): -s 90 and -s 1.5m, --max-op-ms 2000 and --max-op-ms 2s are the same.\n"
     "Faults (times in seconds from the start, a barrier right before the loop):\n"
     "  --fault 'at=S,do=ACTION[,for=S][,undo=CMD][,rank=R]'   (repeatable)\n"
     "        ACTION: cmd:SHELL-COMMAND  run by /bin/sh on rank R (default 0); with for=, undo=\n"
@@ -106,26 +109,19 @@ const char kUsage[] =
     "  hcomm-run -n 2 hcomm-chaos -s 20 --expect-event pinned \\\n"
     "    --flap 'start=2,period=2000,down_for=400,count=6,down=sh down.sh,up=sh up.sh'\n";
 
-std::optional<uint64_t> parse_uint(const std::string& text, uint64_t max) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v > max) return std::nullopt;
-  return v;
-}
-
 uint64_t need_uint(const char* flag, const char* text, uint64_t min, uint64_t max) {
-  auto v = parse_uint(text, max);
-  if (!v || *v < min)
+  const auto v = core::parse_integer(text);
+  if (!v || *v < 0 || static_cast<uint64_t>(*v) < min || static_cast<uint64_t>(*v) > max)
     usage_error(std::string(flag) + ": expected a whole number in [" + std::to_string(min) + ", " +
                 std::to_string(max) + "], got '" + text + "'");
-  return *v;
+  return static_cast<uint64_t>(*v);
 }
 
 double need_ms(const char* flag, const char* text) {
-  auto v = parse_non_negative(text);
-  if (!v) usage_error(std::string(flag) + ": expected milliseconds >= 0, got '" + text + "'");
+  auto v = parse_ms(text);
+  if (!v)
+    usage_error(std::string(flag) + ": expected milliseconds >= 0 (250, 1.5s, ...), got '" + text +
+                "'");
   return *v;
 }
 
@@ -157,12 +153,16 @@ enum LongOnly : int {
 
 }  // namespace
 
-std::optional<double> parse_non_negative(const std::string& text) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
-  return v;
+std::optional<double> parse_seconds(const std::string& text) {
+  const auto d = core::parse_duration(text, std::chrono::seconds(1));
+  if (!d) return std::nullopt;
+  return std::chrono::duration<double>(*d).count();
+}
+
+std::optional<double> parse_ms(const std::string& text) {
+  const auto d = core::parse_duration(text, std::chrono::milliseconds(1));
+  if (!d) return std::nullopt;
+  return std::chrono::duration<double, std::milli>(*d).count();
 }
 
 Options parse_options(int argc, char** argv) {
@@ -197,18 +197,22 @@ Options parse_options(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, ":b:n:s:i:d:r:a:J:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b': {
-        auto v = tools::parse_byte_count(optarg);
-        if (!v || *v == 0) usage_error(std::string("-b: not a size > 0: '") + optarg + "'");
-        o.bytes = *v;
+        const auto v = core::parse_bytes(optarg);
+        if (!v || *v == 0 || *v > std::numeric_limits<size_t>::max())
+          usage_error(
+              std::string("-b: expected a byte count > 0 (4096, 64K, 64KiB, 1M, ...), got '") +
+              optarg + "'");
+        o.bytes = static_cast<size_t>(*v);
         break;
       }
       case 'n':
         o.iters = need_uint("-n", optarg, 1, uint64_t{1} << 40);
         break;
       case 's': {
-        auto v = parse_non_negative(optarg);
+        const auto v = parse_seconds(optarg);
         if (!v || *v <= 0 || *v > 1e6)
-          usage_error(std::string("-s: expected seconds > 0, got '") + optarg + "'");
+          usage_error(std::string("-s: expected seconds > 0 (10, 2.5, 500ms, ...), got '") +
+                      optarg + "'");
         o.seconds = *v;
         seconds_given = true;
         break;
@@ -226,7 +230,7 @@ Options parse_options(int argc, char** argv) {
         }
         break;
       case kSeed:
-        o.seed = need_uint("--seed", optarg, 0, std::numeric_limits<uint64_t>::max());
+        o.seed = need_uint("--seed", optarg, 0, std::numeric_limits<int64_t>::max());
         break;
       case 'r':
         o.root = static_cast<int>(need_uint("-r", optarg, 0, 1 << 30));

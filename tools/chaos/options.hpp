@@ -54,7 +54,11 @@ struct Options {
 /// Exits on a usage error, and after printing the usage text for -h.
 Options parse_options(int argc, char** argv);
 
-/// A finite decimal number >= 0 (seconds, milliseconds); nullopt otherwise.
-std::optional<double> parse_non_negative(const std::string& text);
+/// A duration as core::parse_duration reads it ("2.5", "2.5s", "500ms"), in seconds; a bare
+/// number is seconds. nullopt for anything else.
+std::optional<double> parse_seconds(const std::string& text);
+
+/// The same in milliseconds; a bare number is milliseconds ("250", "1.5s").
+std::optional<double> parse_ms(const std::string& text);
 
 }  // namespace hcomm::tools::chaos
