@@ -3,6 +3,7 @@
 #include <cctype>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "core/parse.hpp"
@@ -36,8 +37,15 @@ struct Family {
   const char* size_var_alt;  ///< an older spelling of size_var, or nullptr
 };
 
+// hcomm's own family; launch_variables() writes it.
+constexpr char kRankVar[] = "HCOMM_RANK";
+constexpr char kSizeVar[] = "HCOMM_WORLD_SIZE";
+constexpr char kLocalRankVar[] = "HCOMM_LOCAL_RANK";
+constexpr char kLocalSizeVar[] = "HCOMM_LOCAL_SIZE";
+constexpr char kRootVar[] = "HCOMM_ROOT_ADDR";
+
 constexpr Family kFamilies[] = {
-    {"HCOMM", "HCOMM_RANK", "HCOMM_WORLD_SIZE", nullptr},
+    {"HCOMM", kRankVar, kSizeVar, nullptr},
     {"torchrun", "RANK", "WORLD_SIZE", nullptr},
     {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
     {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
@@ -78,10 +86,10 @@ Status read_rank_and_size(LaunchEnv* out) {
 
 /// Fills root_addr from HCOMM_ROOT_ADDR, else MASTER_ADDR + MASTER_PORT.
 Status read_root_addr(LaunchEnv* out) {
-  std::string root = trim(env("HCOMM_ROOT_ADDR"));
+  std::string root = trim(env(kRootVar));
   if (!root.empty()) {
     auto hp = parse_host_port(root);
-    if (!hp) return invalid("HCOMM_ROOT_ADDR='" + root + "': " + hp.status().message());
+    if (!hp) return invalid(std::string(kRootVar) + "='" + root + "': " + hp.status().message());
     out->root_addr = root;
     return Status();
   }
@@ -106,6 +114,24 @@ Status read_root_addr(LaunchEnv* out) {
 }
 
 }  // namespace
+
+std::vector<std::string> launch_variables(const LaunchPlace& place) {
+  auto entry = [](const char* name, const std::string& value) {
+    return std::string(name) + "=" + value;
+  };
+  return {entry(kRankVar, std::to_string(place.rank)),
+          entry(kSizeVar, std::to_string(place.world_size)),
+          entry(kLocalRankVar, std::to_string(place.local_rank)),
+          entry(kLocalSizeVar, std::to_string(place.local_size)), entry(kRootVar, place.root_addr)};
+}
+
+bool is_launch_variable(const char* entry) {
+  for (const char* name : {kRankVar, kSizeVar, kLocalRankVar, kLocalSizeVar, kRootVar}) {
+    const size_t n = std::strlen(name);
+    if (std::strncmp(entry, name, n) == 0 && entry[n] == '=') return true;
+  }
+  return false;
+}
 
 Expected<int64_t> parse_env_int(const char* name, const std::string& value, int64_t min,
                                 int64_t max) {
