@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_names.hpp"
 #include "bench/op_table.hpp"
 #include "bench/options.hpp"
 #include "bench/report.hpp"
@@ -59,7 +60,10 @@ std::unique_ptr<Communicator> join(const Options& o) {
     std::fprintf(stderr, "hcomm-bench: %s\n", cfg.status().to_string().c_str());
     std::exit(kExitUsage);
   }
-  if (!o.algo.empty()) cfg->algo = o.op + "=" + o.algo;  // code wins over HCOMM_ALGO
+  // Code wins over HCOMM_ALGO. An operation with nothing to force (barrier, sendrecv) can only
+  // have been given -a auto, which is what it runs anyway.
+  if (!o.algo.empty() && hcomm::tools::forcible_algorithms(o.op).size() > 1)
+    cfg->algo = o.op + "=" + o.algo;
   auto comm = Communicator::create(*cfg);
   if (!comm) {
     // A rejected -a is a usage error; anything else (a rank missing, ...) is a failure.
@@ -113,8 +117,7 @@ int finish(const Report& report, FILE* json, const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  const OpSpec* spec = find_op(o.op);
-  if (spec == nullptr) usage_error("unknown operation '" + o.op + "'");
+  const OpSpec* spec = find_op(o.op);  // parse_options() checked the name
 
   // Opened before joining, so that a bad path fails at once rather than after the run.
   FILE* json = nullptr;

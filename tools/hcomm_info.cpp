@@ -1,7 +1,8 @@
 // hcomm-info: what hcomm sees — this host's identity, its NUMA nodes, cores and NICs (hwloc),
 // the HCOMM_TOPO_FILE placement, and, when launched as a world (hcomm-run -n N hcomm-info, srun,
 // mpirun), every rank's host and address, the transport each pair of ranks uses, and the
-// algorithm the cost model picks per operation and size on this communicator.
+// algorithm the cost model picks per operation and size on this communicator. --algorithms lists
+// the algorithms the library has, by operation.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,6 +10,9 @@
 
 #include <hcomm/hcomm.hpp>
 
+#include "collectives/algorithm_choice.hpp"
+#include "collectives/operation.hpp"
+#include "core/parse.hpp"
 #include "topology/host_identity.hpp"
 #include "topology/machine_topology.hpp"
 #include "topology/topology_file.hpp"
@@ -24,16 +28,41 @@ constexpr char kUsage[] =
     "       hcomm-run -n N hcomm-info   (or under srun, mpirun, torchrun) also, on rank 0: every\n"
     "                             rank's host and address, the ring order, the transport of\n"
     "                             each pair of ranks and the algorithm per operation and size\n"
+    "  --algorithms               the algorithms HCOMM_ALGO (and -a of hcomm-bench and\n"
+    "                             hcomm-chaos) can force, by operation, and what a one-host\n"
+    "                             communicator runs where none is forced; nothing else\n"
     "  -h, --help                 this text\n"
     "Exit status: 0; 1 when the configuration, the topology file or the communicator fails;\n"
     "2 on bad usage.\n";
 
-void parse_args(int argc, char** argv) {
+/// Whether --algorithms was given; exits on bad usage and after printing the help.
+bool parse_args(int argc, char** argv) {
+  bool algorithms = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") hcomm::tools::print_help(kUsage);
-    hcomm::tools::usage_error("unexpected argument '" + arg + "'");
+    if (arg != "--algorithms") hcomm::tools::usage_error("unexpected argument '" + arg + "'");
+    algorithms = true;
   }
+  return algorithms;
+}
+
+/// "allreduce: ring, tree, ..." per operation kind with algorithms to force, as the library
+/// names them, then what Communicator::algorithm_for() names besides them on one host; the
+/// first line, a comment, says so.
+void print_algorithms() {
+  namespace collectives = hcomm::collectives;
+  std::printf(
+      "# by operation, the algorithms HCOMM_ALGO can force; 'one host': what a one-host "
+      "communicator runs where none is forced (the slot board, its staging rings)\n");
+  for (int k = 1; k < collectives::kNumOpKinds; ++k) {
+    const auto kind = static_cast<collectives::OpKind>(k);
+    std::string line;
+    for (const std::string& name : collectives::algorithm_names(kind))
+      line += (line.empty() ? "" : ", ") + name;
+    if (!line.empty()) std::printf("%s: %s\n", collectives::op_kind_name(kind), line.c_str());
+  }
+  std::printf("one host: %s, %s\n", collectives::kSlotBoardName, collectives::kStagedName);
 }
 
 void print_machine() {
@@ -121,10 +150,9 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   const char* ops[] = {"allreduce",      "broadcast", "reduce", "allgather",
                        "reduce_scatter", "alltoall",  "gather", "scatter"};
   const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20};
-  const char* labels[] = {"8B", "1KiB", "64KiB", "1MiB", "16MiB", "256MiB"};
   std::printf("\nalgorithm by operation and size (this communicator's cost model%s)\n%-15s",
               comm.config().algo.empty() ? "" : ", HCOMM_ALGO applied", "");
-  for (const char* l : labels) std::printf("%8s", l);
+  for (size_t b : sizes) std::printf("%8s", hcomm::core::format_bytes(b).c_str());
   std::printf("\n");
   for (const char* op : ops) {
     std::printf("%-15s", op);
@@ -136,7 +164,10 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  parse_args(argc, argv);
+  if (parse_args(argc, argv)) {
+    print_algorithms();
+    return 0;
+  }
   print_machine();
   const bool topo_ok = print_topology_file();
   auto cfg = hcomm::Config::from_env();

@@ -3,9 +3,9 @@
 // this process was launched into (hcomm-run -n N, one launch runs every case of that size), each
 // result checked against the independent reference of reference.hpp.
 //
-// Algorithms are forced through Config::algo: one communicator per algorithm set ("ring", "tree",
-// "rd", "hd", "hier", "direct") plus one with automatic selection (and calibration on), each in two
-// flavours: default chunks (counts up to 262147) and 24-byte chunks (counts up to 4099), which
+// Algorithms are forced through Config::algo: one communicator per algorithm the library has
+// (collectives::algorithm_names) plus one with automatic selection (and calibration on), each in
+// two flavours: default chunks (counts up to 262147) and 24-byte chunks (counts up to 4099), which
 // send even small inputs through the multi-chunk, pipelined paths. Communicators are created in
 // the same order on every rank; all but the automatic one live only while their cases run.
 //
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithm_choice.hpp"
 #include "tests/integration/reference.hpp"
 
 using namespace hcomm_test;
@@ -51,7 +52,7 @@ constexpr auto kP2pDeadline = std::chrono::seconds(120);
 // ---------------------------------------------------------------- bookkeeping
 
 struct Comm {
-  std::string algo;  // "auto", "ring", "tree", "rd", "hd", "hier", "direct"
+  std::string algo;  // "auto" or one of collectives::algorithm_names()
   bool tiny = false;
   std::unique_ptr<Communicator> c;
   std::string name() const { return algo + (tiny ? " chunk=24" : " chunk=default"); }
@@ -547,27 +548,37 @@ bool has(const std::vector<std::string>& v, const char* s) {
 
 // The operations each algorithm set forces (and runs), and the HCOMM_ALGO text that forces them.
 struct AlgoSet {
-  const char* algo;
+  std::string algo;
   std::vector<std::string> ops;
 };
-const std::vector<AlgoSet> kAlgoSets = {
-    {"auto",
-     {"allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter", "alltoall",
-      "alltoallv", "gather", "scatter", "barrier", "p2p"}},
-    {"ring", {"allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter"}},
-    {"tree", {"allreduce", "broadcast", "reduce"}},
-    {"rd", {"allreduce", "broadcast", "reduce"}},
-    {"hd", {"allreduce"}},
-    // Hierarchical: over the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else
-    // one host, where the allreduce is a reduce to the leader and a broadcast, the broadcast a
-    // tree of the host and the allgather(v) a gather to the leader and a broadcast.
-    {"hier", {"allreduce", "broadcast", "allgather", "allgatherv"}},
-    {"direct",
-     {"allgather", "allgatherv", "reduce_scatter", "alltoall", "alltoallv", "gather", "scatter"}},
-};
+
+// Every operation the matrix runs; p2p is send/recv and batches.
+const std::vector<std::string> kMatrixOps = {
+    "allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter",
+    "alltoall",  "alltoallv", "gather", "scatter",   "barrier",    "p2p"};
+
+// "auto" with every operation, then one set per algorithm the library has
+// (collectives::algorithm_names), each with the operations that have it. Hierarchical runs over
+// the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else one host, where the
+// allreduce is a reduce to the leader and a broadcast, the broadcast a tree of the host and the
+// allgather(v) a gather to the leader and a broadcast.
+std::vector<AlgoSet> algo_sets() {
+  std::vector<AlgoSet> sets = {{"auto", kMatrixOps}};
+  for (const std::string& algo : hcomm::collectives::algorithm_names()) {
+    AlgoSet set{algo, {}};
+    for (const std::string& op : kMatrixOps) {
+      hcomm::collectives::OpKind kind;
+      if (!hcomm::collectives::parse_op_kind(op, kind)) continue;
+      const auto names = hcomm::collectives::algorithm_names(kind);
+      if (std::find(names.begin(), names.end(), algo) != names.end()) set.ops.push_back(op);
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
 
 std::string algo_string(const AlgoSet& s) {
-  if (std::strcmp(s.algo, "auto") == 0) return "";
+  if (s.algo == "auto") return "";
   std::string out;
   for (const std::string& op : s.ops)
     if (op != "barrier" && op != "p2p") out += (out.empty() ? "" : ";") + op + "=" + s.algo;
@@ -798,7 +809,7 @@ int main(int argc, char** argv) {
     cfg.op_timeout = std::chrono::seconds(120);
     auto created = Communicator::create(cfg);
     if (!created) {
-      std::fprintf(stderr, "rank %d: create [%s%s] algo='%s': %s\n", cfg.rank, set.algo,
+      std::fprintf(stderr, "rank %d: create [%s%s] algo='%s': %s\n", cfg.rank, set.algo.c_str(),
                    tiny ? " chunk=24" : "", cfg.algo.c_str(), created.status().to_string().c_str());
       return nullptr;
     }
@@ -810,17 +821,18 @@ int main(int argc, char** argv) {
   };
 
   // The automatic communicator (with calibration) lives throughout: it also carries the hashes.
-  auto world = make(kAlgoSets[0], false, true);
+  const std::vector<AlgoSet> sets = algo_sets();
+  auto world = make(sets[0], false, true);
   if (!world) return 2;
   e.rank = world->c->rank();
   e.size = world->c->size();
 
-  for (const AlgoSet& set : kAlgoSets) {
+  for (const AlgoSet& set : sets) {
     for (bool tiny : {false, true}) {
       const auto p0 = Clock::now();
       std::unique_ptr<Comm> own;
       Comm* cm = world.get();
-      if (tiny || std::strcmp(set.algo, "auto") != 0) {
+      if (tiny || set.algo != "auto") {
         own = make(set, tiny, false);
         if (!own) return 2;  // creation is collective: the other ranks fail the same way
         cm = own.get();
@@ -829,9 +841,8 @@ int main(int argc, char** argv) {
       run_set(e, *cm, set.ops);
       own.reset();
       if (e.rank == 0)
-        std::printf("  [%s] %ld checks, %.2f s\n",
-                    (std::string(set.algo) + (tiny ? " chunk=24" : "")).c_str(), e.checks - before,
-                    std::chrono::duration<double>(Clock::now() - p0).count());
+        std::printf("  [%s] %ld checks, %.2f s\n", (set.algo + (tiny ? " chunk=24" : "")).c_str(),
+                    e.checks - before, std::chrono::duration<double>(Clock::now() - p0).count());
     }
   }
   compare_hashes(e, *world);

@@ -116,4 +116,10 @@ const OpSpec* find_op(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpSpec& s : kOps) names.emplace_back(s.name);
+  return names;
+}
+
 }  // namespace hcomm::tools::bench

@@ -43,4 +43,7 @@ struct OpSpec {
 // nullptr for an unknown name.
 const OpSpec* find_op(const std::string& name);
 
+// Every operation's name, in the table's order.
+std::vector<std::string> op_names();
+
 }  // namespace hcomm::tools::bench

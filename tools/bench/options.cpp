@@ -12,13 +12,16 @@
 #include <iterator>
 #include <limits>
 
+#include "algorithm_names.hpp"
+#include "bench/op_table.hpp"
 #include "core/parse.hpp"
 #include "usage.hpp"
 
 namespace hcomm::tools::bench {
 namespace {
 
-const char kUsage[] =
+// The usage text; the algorithms come from the library (algorithm_names.hpp).
+const char kUsageHead[] =
     "usage: hcomm-bench [OP] [flags]\n"
     "OP: allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall, gather,\n"
     "    scatter, sendrecv (rank r sends to r+1 and receives from r-1), barrier\n"
@@ -34,7 +37,8 @@ const char kUsage[] =
     "                        float32/float, float64/double (default float32)\n"
     "  -o, --op R            sum (default), prod, min, max, avg\n"
     "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
-    "  -a, --algo A          force the algorithm: ring, tree, rd, hd, hier, direct, auto\n"
+    "  -a, --algo A          force the algorithm (auto: the library's choice); by operation:\n";
+const char kUsageTail[] =
     "  -J, --json FILE       also write the results as JSON (rank 0)\n"
     "  -T, --duration S      tenant mode: run the first size (-b) back to back for S seconds\n"
     "                        (2.5, 500ms) instead of -n iterations per size; every rank\n"
@@ -90,7 +94,9 @@ DataType parse_dtype_arg(const char* s) {
 
 constexpr int kQosFlag = 1000;  // long-only option
 
-constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
+std::string usage_text() {
+  return kUsageHead + algorithm_help(op_names(), 24) + kUsageTail;
+}
 
 }  // namespace
 
@@ -148,12 +154,7 @@ Options parse_options(int argc, char** argv) {
         o.root = static_cast<int>(parse_int("-r", optarg, 0, 1 << 30));
         break;
       case 'a':
-        if (std::find_if(std::begin(kAlgos), std::end(kAlgos), [](const char* a) {
-              return std::strcmp(a, optarg) == 0;
-            }) == std::end(kAlgos))
-          usage_error(std::string("-a: unknown algorithm '") + optarg +
-                      "' (ring, tree, rd, hd, hier, direct, auto)");
-        o.algo = optarg;
+        o.algo = optarg;  // checked once the operation is known
         break;
       case 'J':
         o.json_path = optarg;
@@ -169,7 +170,7 @@ Options parse_options(int argc, char** argv) {
         break;
       }
       case 'h':
-        print_help(kUsage);
+        print_help(usage_text());
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:
@@ -178,6 +179,8 @@ Options parse_options(int argc, char** argv) {
   }
   if (optind < argc) o.op = argv[optind++];
   if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (find_op(o.op) == nullptr) usage_error("unknown operation '" + o.op + "'");
+  if (!o.algo.empty()) check_algorithm("-a", o.op, o.algo);
   if (o.min_bytes > o.max_bytes) usage_error("-b is larger than -e");
   if (o.min_bytes == 0 && o.step_bytes == 0) usage_error("-b 0 needs -i (0 * factor stays 0)");
   return o;

@@ -32,7 +32,8 @@ struct Options {
   double duration_s = 0;  // -T: > 0 runs the first size back to back this long, not the sweep
 };
 
-// Exits on a usage error, and after printing the usage text for -h.
+// Exits on a usage error (an unknown operation, an algorithm it does not have, ...), and after
+// printing the usage text for -h.
 Options parse_options(int argc, char** argv);
 
 // The sizes to run, nccl-tests' loop: from -b while <= -e, times -f or plus -i.

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -14,12 +15,14 @@
 
 #include <hcomm/hcomm.hpp>
 
+#include "algorithm_names.hpp"
 #include "core/parse.hpp"
 
 namespace hcomm::tools::chaos {
 namespace {
 
-const char kUsage[] =
+// The usage text; the algorithms come from the library (algorithm_names.hpp).
+const char kUsageHead[] =
     "usage: hcomm-chaos [OP] [options]   (under a launcher: hcomm-run -n N hcomm-chaos ...)\n"
     "Runs a collective in a loop while injecting faults on a schedule, verifies every result\n"
     "and reports failovers, detection and recovery times and throughput before, during and\n"
@@ -40,8 +43,9 @@ const char kUsage[] =
     "                         result (FNV-1a 64) is printed for --expect-digest\n"
     "      --seed N           seed of the inputs (default 1)\n"
     "  -r, --root R           broadcast root (default 0)\n"
-    "  -a, --algo A           force the algorithm (ring, tree, rd, hd, hier, direct, auto): two\n"
-    "                         runs compared by digest must reduce in the same order\n"
+    "  -a, --algo A           force the algorithm (auto: the library's choice): two runs\n"
+    "                         compared by digest must reduce in the same order. By operation:\n";
+const char kUsageTail[] =
     "Times and durations are numbers in the unit the option names, or carry their own (us, ms,\n"
     "s, m): -s 90 and -s 1.5m, --max-op-ms 2000 and --max-op-ms 2s are the same.\n"
     "Faults (times in seconds from the start, a barrier right before the loop):\n"
@@ -133,7 +137,11 @@ bool known_event(const std::string& kind) {
   return false;
 }
 
-constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
+const std::vector<std::string> kOps = {"allreduce", "broadcast", "allgather"};
+
+std::string usage_text() {
+  return kUsageHead + algorithm_help(kOps, 25) + kUsageTail;
+}
 
 enum LongOnly : int {
   kSeed = 256,
@@ -235,15 +243,9 @@ Options parse_options(int argc, char** argv) {
       case 'r':
         o.root = static_cast<int>(need_uint("-r", optarg, 0, 1 << 30));
         break;
-      case 'a': {
-        bool known = false;
-        for (const char* a : kAlgos) known = known || std::strcmp(a, optarg) == 0;
-        if (!known)
-          usage_error(std::string("-a: unknown algorithm '") + optarg +
-                      "' (ring, tree, rd, hd, hier, direct, auto)");
-        o.algo = optarg;
+      case 'a':
+        o.algo = optarg;  // checked once the operation is known
         break;
-      }
       case kFault:
         o.faults.emplace_back(optarg);
         break;
@@ -298,7 +300,7 @@ Options parse_options(int argc, char** argv) {
         o.json_path = optarg;
         break;
       case 'h':
-        print_help(kUsage);
+        print_help(usage_text());
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:
@@ -307,8 +309,9 @@ Options parse_options(int argc, char** argv) {
   }
   if (optind < argc) o.op = argv[optind++];
   if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o.op != "allreduce" && o.op != "broadcast" && o.op != "allgather")
+  if (std::find(kOps.begin(), kOps.end(), o.op) == kOps.end())
     usage_error("unknown operation '" + o.op + "' (allreduce, broadcast, allgather)");
+  if (!o.algo.empty()) check_algorithm("-a", o.op, o.algo);
   if (o.iters != 0 && seconds_given) usage_error("give --iters or --seconds, not both");
   if (o.expect_digest && o.iters == 0)
     usage_error("--expect-digest needs --iters: two runs compare the same iterations");
