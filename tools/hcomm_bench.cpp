@@ -5,14 +5,14 @@
 // Per size: warm-up iterations, a barrier, then timed iterations back to back, each timed alone on
 // every rank; a rank's time is its median iteration, the reported time the slowest rank's median.
 // With -c 1 the operation then runs once more on a deterministic input and every element is
-// compared with a reference computed here, independently of the library.
+// compared with what hcomm_reference (reference/) computes, independently of the library.
 //
 // Tenant mode (-T S): the first size runs back to back for S seconds instead of the sweep, and
 // rank 0 reports every rank's iterations, payload rate to other hosts and op latency: what one
 // tenant of a shared link gets. --qos sets the communicator's QoS class (hcomm/qos.hpp) first.
 //
 // This file joins and drives the sweep; the pieces are in bench/: options (command line),
-// op_table (the operations), reference and elements (inputs and expected results), runner
+// op_table (the operations), inputs (inputs and expected results), runner
 // (timing and checking one size), report (table, progress bar, JSON).
 #include <hcomm/hcomm.hpp>
 

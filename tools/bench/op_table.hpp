@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/reference.hpp"
+#include "bench/inputs.hpp"
 
 namespace hcomm::tools::bench {
 
@@ -34,9 +34,9 @@ struct OpSpec {
   double (*bus_factor)(int n);
   size_t (*send_elems)(const Case&);
   size_t (*recv_elems)(const Case&);
-  double (*send_value)(const Case&, size_t k);  // input element k of this rank
-  double (*expected)(const Case&, size_t k);    // result element k of this rank
-  bool recv_is_root_input;                      // broadcast: the root's buffer is its input
+  double (*send_value)(const Case&, size_t k);                // input element k of this rank
+  reference::Expectation (*expected)(const Case&, size_t k);  // result element k of this rank
+  bool recv_is_root_input;  // broadcast: the root's buffer is its input
   Work (*start)(Communicator&, const Case&, const Buffers&);
 };
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "bench/inputs.hpp"
 #include "bench/op_table.hpp"
 #include "bench/options.hpp"
-#include "bench/reference.hpp"
 
 namespace hcomm::tools::bench {
 
