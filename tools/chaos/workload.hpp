@@ -1,5 +1,6 @@
 // The collective that hcomm-chaos runs in a loop: its buffers, each iteration's input, starting
-// it, and checking its result against what every rank's inputs imply.
+// it, and checking its result, bit for bit, against what every rank's inputs imply
+// (hcomm_reference, reference/).
 #pragma once
 
 #include <hcomm/hcomm.hpp>
