@@ -1,7 +1,7 @@
 // The collective matrix, Gloo style: every operation x every algorithm it has x element count
 // {0, 1, 7, 4099, 262147} x data type x reduce op x in place or not x every root, on the world
 // this process was launched into (hcomm-run -n N, one launch runs every case of that size), each
-// result checked against the independent reference of reference.hpp.
+// result checked against hcomm_reference (tools/reference/) for the inputs of inputs.hpp.
 //
 // Algorithms are forced through Config::algo: one communicator per algorithm the library has
 // (collectives::algorithm_names) plus one with automatic selection (and calibration on), each in
@@ -28,9 +28,11 @@
 #include <vector>
 
 #include "collectives/algorithm_choice.hpp"
-#include "tests/integration/reference.hpp"
+#include "reference/elements.hpp"
+#include "tests/integration/inputs.hpp"
 
 using namespace hcomm_test;
+namespace reference = hcomm::tools::reference;
 using hcomm::Communicator;
 using hcomm::PointToPointOp;
 using hcomm::Status;
@@ -125,19 +127,19 @@ struct Buffer {
 
 template <class F>
 void fill(void* buf, size_t count, DataType t, F value) {
-  for (size_t i = 0; i < count; ++i) store(buf, i, t, value(i));
+  for (size_t i = 0; i < count; ++i) reference::store(t, buf, i, value(i));
 }
 
-// "" when buf[0..count) matches want(i) within tol(i).
-template <class W, class T>
-std::string compare(const void* buf, size_t count, DataType t, W want, T tol,
-                    const std::string& where) {
+// "" when buf[0..count) matches expect(i), a reference::Expectation.
+template <class E>
+std::string compare(const void* buf, size_t count, DataType t, E expect, const std::string& where) {
   for (size_t i = 0; i < count; ++i) {
-    double w = want(i), g = load(buf, i, t);
-    if (!(std::fabs(g - w) <= tol(i))) {
+    const reference::Expectation w = expect(i);
+    const double g = reference::load(t, buf, i);
+    if (!reference::matches(w, g)) {
       char msg[200];
       std::snprintf(msg, sizeof msg, "%s element %zu: got %.9g, expected %.9g (tolerance %.3g)",
-                    where.c_str(), i, g, w, tol(i));
+                    where.c_str(), i, g, w.value, w.tolerance);
       return msg;
     }
   }
@@ -146,7 +148,11 @@ std::string compare(const void* buf, size_t count, DataType t, W want, T tol,
 template <class W>
 std::string exact(const void* buf, size_t count, DataType t, W want, const std::string& where) {
   return compare(
-      buf, count, t, want, [](size_t) { return 0.0; }, where);
+      buf, count, t,
+      [&](size_t i) {
+        return reference::Expectation{static_cast<double>(want(i)), 0};
+      },
+      where);
 }
 
 std::string bytes_untouched(const unsigned char* p, size_t bytes, const std::string& where) {
@@ -182,8 +188,7 @@ void t_allreduce(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, bool i
   Status st = cm.c->allreduce(in.data, dst, count, t, op);
   std::string w = why(st);
   also(w, compare(
-              dst, count, t, [&](size_t i) { return expected_reduction(n, i, op, t); },
-              [&](size_t i) { return tolerance(n, i, op, t); }, "recv"));
+              dst, count, t, [&](size_t i) { return reduced(n, i, op, t); }, "recv"));
   if (!in_place)
     also(w, exact(
                 in.data, count, t, [&](size_t i) { return input_value(r, i, op, t); },
@@ -207,8 +212,7 @@ void t_reduce(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, int root,
   std::string w = why(st);
   if (r == root)
     also(w, compare(
-                dst, count, t, [&](size_t i) { return expected_reduction(n, i, op, t); },
-                [&](size_t i) { return tolerance(n, i, op, t); }, "recv on the root"));
+                dst, count, t, [&](size_t i) { return reduced(n, i, op, t); }, "recv on the root"));
   if (r != root || !in_place)
     also(w, exact(
                 in.data, count, t, [&](size_t i) { return input_value(r, i, op, t); },
@@ -320,8 +324,7 @@ void t_reduce_scatter(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, b
   unsigned char* dst = in_place ? in.at(first) : out.data;
   std::string w = why(cm.c->reduce_scatter(in.data, dst, count, t, op));
   also(w, compare(
-              dst, count, t, [&](size_t i) { return expected_reduction(n, first + i, op, t); },
-              [&](size_t i) { return tolerance(n, first + i, op, t); }, "recv"));
+              dst, count, t, [&](size_t i) { return reduced(n, first + i, op, t); }, "recv"));
   if (!in_place)
     also(w, exact(
                 in.data, count * n, t, [&](size_t i) { return input_value(r, i, op, t); },
