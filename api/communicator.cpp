@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/communicator_impl.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "collectives/algorithm_choice.hpp"
 #include "collectives/algorithms.hpp"
 #include "core/log.hpp"
@@ -342,14 +343,12 @@ std::vector<int> ring_order_of(const actors::CommunicatorControl& control,
 
 Status check_config(const Config& cfg) {
   if (cfg.world_size < 1)
-    return {HCOMM_ERR_INVALID_ARG,
-            "world size not set: set HCOMM_WORLD_SIZE (or WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
-            "SLURM_NTASKS), or launch with hcomm-run -n N"};
+    return {HCOMM_ERR_INVALID_ARG, "world size not set: set " + bootstrap::world_size_variables() +
+                                       ", or launch with hcomm-run -n N"};
   if (cfg.rank < 0 || cfg.rank >= cfg.world_size)
-    return {HCOMM_ERR_INVALID_ARG,
-            "rank " + std::to_string(cfg.rank) + " is not in [0, " +
-                std::to_string(cfg.world_size) +
-                "): set HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)"};
+    return {HCOMM_ERR_INVALID_ARG, "rank " + std::to_string(cfg.rank) + " is not in [0, " +
+                                       std::to_string(cfg.world_size) + "): set " +
+                                       bootstrap::rank_variables()};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
   if (cfg.chunk_bytes != 0 && cfg.chunk_bytes < 8)

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 #include "core/parse.hpp"
@@ -113,7 +114,24 @@ Status read_root_addr(LaunchEnv* out) {
   return Status();
 }
 
+/// The first family's variable, then the others' in parentheses.
+template <class Pick>
+std::string variables(Pick pick) {
+  std::string out = pick(kFamilies[0]);
+  for (size_t i = 1; i < std::size(kFamilies); ++i)
+    out += std::string(i == 1 ? " (or " : ", ") + pick(kFamilies[i]);
+  return out + ")";
+}
+
 }  // namespace
+
+std::string rank_variables() {
+  return variables([](const Family& f) { return f.rank_var; });
+}
+
+std::string world_size_variables() {
+  return variables([](const Family& f) { return f.size_var; });
+}
 
 std::vector<std::string> launch_variables(const LaunchPlace& place) {
   auto entry = [](const char* name, const std::string& value) {

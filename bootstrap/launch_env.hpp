@@ -31,6 +31,11 @@ struct LaunchEnv {
 /// not in [0, world_size).
 Expected<LaunchEnv> read_launch_env();
 
+/// The variables that give the rank, and the world size, in the order read_launch_env() tries
+/// them, for messages: "HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)".
+std::string rank_variables();
+std::string world_size_variables();
+
 /// One rank's place in a job started by hcomm's own launcher (hcomm-run).
 struct LaunchPlace {
   int rank = 0;

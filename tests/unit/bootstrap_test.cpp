@@ -298,6 +298,12 @@ TEST_CASE("malformed launcher variables fail with INVALID_ARG naming the variabl
   }
 }
 
+TEST_CASE("rank_variables() and world_size_variables() name the families in their order") {
+  CHECK(rank_variables() == "HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)");
+  CHECK(world_size_variables() ==
+        "HCOMM_WORLD_SIZE (or WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS)");
+}
+
 TEST_CASE("what launch_variables() tells a rank, read_launch_env() reads back first") {
   CleanEnv env;
   env.set("RANK", "3");  // another family's, and MASTER_*: hcomm's own variables win
