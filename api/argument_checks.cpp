@@ -1,5 +1,7 @@
 #include "api/argument_checks.hpp"
 
+#include "bootstrap/launch_env.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -55,14 +57,12 @@ Status check_counts(const char* what, const char* role, const std::vector<size_t
 
 Status check_config(const Config& cfg) {
   if (cfg.world_size < 1)
-    return {HCOMM_ERR_INVALID_ARG,
-            "world size not set: set HCOMM_WORLD_SIZE (or WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
-            "SLURM_NTASKS), or launch with hcomm-run -n N"};
+    return {HCOMM_ERR_INVALID_ARG, "world size not set: set " + bootstrap::world_size_variables() +
+                                       ", or launch with hcomm-run -n N"};
   if (cfg.rank < 0 || cfg.rank >= cfg.world_size)
-    return {HCOMM_ERR_INVALID_ARG,
-            "rank " + std::to_string(cfg.rank) + " is not in [0, " +
-                std::to_string(cfg.world_size) +
-                "): set HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)"};
+    return {HCOMM_ERR_INVALID_ARG, "rank " + std::to_string(cfg.rank) + " is not in [0, " +
+                                       std::to_string(cfg.world_size) + "): set " +
+                                       bootstrap::rank_variables()};
   if (cfg.sockets_per_peer < 1 || cfg.sockets_per_peer > 16)
     return {HCOMM_ERR_INVALID_ARG, "sockets_per_peer must be in [1, 16]"};
   if (cfg.chunk_bytes != 0 && cfg.chunk_bytes < 8)

@@ -7,6 +7,8 @@
 
 #include "api/argument_checks.hpp"
 #include "api/communicator_impl.hpp"
+#include "bootstrap/launch_env.hpp"
+#include "collectives/algorithm_choice.hpp"
 #include "collectives/algorithms.hpp"
 #include "core/log.hpp"
 #include "topology/ring_order.hpp"
@@ -81,7 +83,8 @@ std::string Communicator::algorithm_for(const std::string& op_name, size_t bytes
   collectives::Operation probe;
   probe.kind = kind;
   probe.count = bytes;  // of uint8: bytes per rank, as handles() counts them
-  if (impl_->uses_slots(probe)) return impl_->uses_staging(probe) ? "staged" : "slot";
+  if (impl_->uses_slots(probe))
+    return impl_->uses_staging(probe) ? collectives::kStagedName : collectives::kSlotBoardName;
   return collectives::algorithm_name(impl_->selector().choose(kind, bytes).algo);
 }
 

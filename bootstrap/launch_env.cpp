@@ -2,8 +2,13 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <optional>
+#include <vector>
 
 #include "core/config_vars.hpp"
+#include "core/parse.hpp"
 
 namespace hcomm::bootstrap {
 namespace {
@@ -34,18 +39,32 @@ struct Family {
   const char* size_var_alt;  ///< an older spelling of size_var, or nullptr
 };
 
+// hcomm's own local-placement variables, which only hcomm-run sets (launch_variables()).
+constexpr char kLocalRankVar[] = "HCOMM_LOCAL_RANK";
+constexpr char kLocalSizeVar[] = "HCOMM_LOCAL_SIZE";
+
+/// Every launcher family hcomm understands, its own first (names from the configuration table).
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = {
+      {"HCOMM", core::config_var(core::Var::rank).name,
+       core::config_var(core::Var::world_size).name, nullptr},
+      {"torchrun", "RANK", "WORLD_SIZE", nullptr},
+      {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
+      {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
+  };
+  return all;
+}
+
+const char* root_var() {
+  return core::config_var(core::Var::root_addr).name;
+}
+
 /// Fills rank, world_size and source from the first family with any of its variables set. Every
 /// family's values are taken in the ranges of HCOMM_RANK and HCOMM_WORLD_SIZE.
 Status read_rank_and_size(LaunchEnv* out) {
   const core::ConfigVar& rank_var = core::config_var(core::Var::rank);
   const core::ConfigVar& size_var = core::config_var(core::Var::world_size);
-  const Family families[] = {
-      {"HCOMM", rank_var.name, size_var.name, nullptr},
-      {"torchrun", "RANK", "WORLD_SIZE", nullptr},
-      {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr},
-      {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS"},
-  };
-  for (const Family& f : families) {
+  for (const Family& f : families()) {
     std::string rank_s = env(f.rank_var);
     const char* size_name = f.size_var;
     std::string size_s = env(f.size_var);
@@ -78,7 +97,7 @@ Status read_rank_and_size(LaunchEnv* out) {
 
 /// Fills root_addr from HCOMM_ROOT_ADDR, else MASTER_ADDR + MASTER_PORT.
 Status read_root_addr(LaunchEnv* out) {
-  const char* root_name = core::config_var(core::Var::root_addr).name;
+  const char* root_name = root_var();
   std::string root = trim(env(root_name));
   if (!root.empty()) {
     auto hp = parse_host_port(root);
@@ -106,7 +125,46 @@ Status read_root_addr(LaunchEnv* out) {
   return Status();
 }
 
+/// The first family's variable, then the others' in parentheses.
+template <class Pick>
+std::string variables(Pick pick) {
+  const std::vector<Family>& all = families();
+  std::string out = pick(all[0]);
+  for (size_t i = 1; i < all.size(); ++i)
+    out += std::string(i == 1 ? " (or " : ", ") + pick(all[i]);
+  return out + ")";
+}
+
 }  // namespace
+
+std::string rank_variables() {
+  return variables([](const Family& f) { return f.rank_var; });
+}
+
+std::string world_size_variables() {
+  return variables([](const Family& f) { return f.size_var; });
+}
+
+std::vector<std::string> launch_variables(const LaunchPlace& place) {
+  auto entry = [](const char* name, const std::string& value) {
+    return std::string(name) + "=" + value;
+  };
+  const Family& own = families()[0];
+  return {entry(own.rank_var, std::to_string(place.rank)),
+          entry(own.size_var, std::to_string(place.world_size)),
+          entry(kLocalRankVar, std::to_string(place.local_rank)),
+          entry(kLocalSizeVar, std::to_string(place.local_size)),
+          entry(root_var(), place.root_addr)};
+}
+
+bool is_launch_variable(const char* entry) {
+  const Family& own = families()[0];
+  for (const char* name : {own.rank_var, own.size_var, kLocalRankVar, kLocalSizeVar, root_var()}) {
+    const size_t n = std::strlen(name);
+    if (std::strncmp(entry, name, n) == 0 && entry[n] == '=') return true;
+  }
+  return false;
+}
 
 Expected<HostPort> parse_host_port(const std::string& s) {
   const std::string example = "expected host:port, e.g. 10.0.0.1:29500 or node001:29500";

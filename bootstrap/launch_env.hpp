@@ -1,4 +1,5 @@
-// Bootstrap: who this process is, as its launcher told it through the environment.
+// Bootstrap: who this process is, as its launcher told it through the environment; and what
+// hcomm's own launcher (hcomm-run) tells each rank. The one place the variables are named.
 //
 // Launchers understood, first match wins for rank and size:
 //   HCOMM     HCOMM_RANK, HCOMM_WORLD_SIZE                (hcomm-run, or set by hand)
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hcomm/status.hpp"
 
@@ -29,6 +31,29 @@ struct LaunchEnv {
 /// value when one does not parse, when only half of a rank/size pair is set, or when the rank is
 /// not in [0, world_size).
 Expected<LaunchEnv> read_launch_env();
+
+/// The variables that give the rank, and the world size, in the order read_launch_env() tries
+/// them, for messages: "HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)".
+std::string rank_variables();
+std::string world_size_variables();
+
+/// One rank's place in a job started by hcomm's own launcher (hcomm-run).
+struct LaunchPlace {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  ///< among the ranks of its host
+  int local_size = 1;
+  std::string root_addr;  ///< "host:port"
+};
+
+/// The environment entries ("NAME=value") that tell a rank its place: HCOMM_RANK,
+/// HCOMM_WORLD_SIZE, HCOMM_LOCAL_RANK, HCOMM_LOCAL_SIZE and HCOMM_ROOT_ADDR. read_launch_env()
+/// reads them back ahead of every other launcher's (HCOMM_ROOT_ADDR ahead of MASTER_ADDR too).
+std::vector<std::string> launch_variables(const LaunchPlace& place);
+
+/// Whether `entry` ("NAME=value") sets one of the variables launch_variables() writes: a
+/// launcher drops those from the environment it passes on, so no stale one survives.
+bool is_launch_variable(const char* entry);
 
 struct HostPort {
   std::string host;

@@ -16,13 +16,38 @@ std::string normalized(const std::string& s) {
 }
 
 Status bad(const std::string& text, const std::string& why) {
-  return {HCOMM_ERR_INVALID_ARG,
-          "HCOMM_ALGO='" + text + "': " + why +
-              " (expected e.g. 'allreduce=ring;broadcast=tree' or one of ring, tree, rd, hd, "
-              "direct, hier, auto)"};
+  std::string names;
+  for (const std::string& name : algorithm_names()) names += name + ", ";
+  return {HCOMM_ERR_INVALID_ARG, "HCOMM_ALGO='" + text + "': " + why +
+                                     " (expected e.g. 'allreduce=ring;broadcast=tree' or one of " +
+                                     names + algorithm_name(Algorithm::automatic) + ")"};
 }
 
 }  // namespace
+
+std::vector<std::string> algorithm_names(OpKind kind) {
+  std::vector<std::string> out;
+  for (int a = 0; a < kNumAlgorithms; ++a) {
+    const auto algo = static_cast<Algorithm>(a);
+    if (algo != Algorithm::automatic && supports(kind, algo))
+      out.emplace_back(algorithm_name(algo));
+  }
+  return out;
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (int a = 0; a < kNumAlgorithms; ++a) {
+    const auto algo = static_cast<Algorithm>(a);
+    for (int k = 1; k < kNumOpKinds && algo != Algorithm::automatic; ++k) {
+      if (supports(static_cast<OpKind>(k), algo)) {
+        out.emplace_back(algorithm_name(algo));
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 bool parse_op_kind(const std::string& name, OpKind& out) {
   const std::string n = normalized(name);

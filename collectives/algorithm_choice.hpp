@@ -8,6 +8,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "collectives/operation.hpp"
 #include "hcomm/status.hpp"
@@ -26,5 +27,19 @@ class AlgorithmChoice {
 
 /// "allreduce" → OpKind::allreduce (also "reducescatter", "all_gather"-style spellings).
 bool parse_op_kind(const std::string& name, OpKind& out);
+
+/// The algorithms `kind` can be forced to, by name ("ring", "tree", ...), in the order of
+/// Algorithm; "auto", which every operation takes, is not among them. Empty for the operations
+/// with a single algorithm (barrier, send, recv). The one list tools and tests take them from.
+std::vector<std::string> algorithm_names(OpKind kind);
+
+/// Every algorithm some operation can be forced to, each once, in the order of Algorithm.
+std::vector<std::string> algorithm_names();
+
+/// What Communicator::algorithm_for() names, besides the algorithms, on a one-host communicator
+/// for what no forced algorithm replaces: small collectives on the slot board, and larger
+/// allreduces through its staging rings (see slot_collectives.hpp).
+constexpr char kSlotBoardName[] = "slot";
+constexpr char kStagedName[] = "staged";
 
 }  // namespace hcomm::collectives

@@ -5,14 +5,14 @@
 // Per size: warm-up iterations, a barrier, then timed iterations back to back, each timed alone on
 // every rank; a rank's time is its median iteration, the reported time the slowest rank's median.
 // With -c 1 the operation then runs once more on a deterministic input and every element is
-// compared with a reference computed here, independently of the library.
+// compared with what hcomm_reference (reference/) computes, independently of the library.
 //
 // Tenant mode (-T S): the first size runs back to back for S seconds instead of the sweep, and
 // rank 0 reports every rank's iterations, payload rate to other hosts and op latency: what one
 // tenant of a shared link gets. --qos sets the communicator's QoS class (hcomm/qos.hpp) first.
 //
 // This file joins and drives the sweep; the pieces are in bench/: options (command line),
-// op_table (the operations), reference and elements (inputs and expected results), runner
+// op_table (the operations), inputs (inputs and expected results), runner
 // (timing and checking one size), report (table, progress bar, JSON).
 #include <hcomm/hcomm.hpp>
 
@@ -26,27 +26,31 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_names.hpp"
 #include "bench/op_table.hpp"
 #include "bench/options.hpp"
 #include "bench/report.hpp"
 #include "bench/runner.hpp"
+#include "usage.hpp"
 
 using hcomm::Communicator;
 using hcomm::Status;
-using hcomm::bench::find_op;
-using hcomm::bench::is_lead_rank;
-using hcomm::bench::kExitUsage;
-using hcomm::bench::kExitWrong;
-using hcomm::bench::OpSpec;
-using hcomm::bench::Options;
-using hcomm::bench::parse_options;
-using hcomm::bench::Progress;
-using hcomm::bench::Report;
-using hcomm::bench::Row;
-using hcomm::bench::Runner;
-using hcomm::bench::size_sweep;
-using hcomm::bench::TimedRun;
-using hcomm::bench::usage_error;
+using hcomm::tools::is_lead_rank;
+using hcomm::tools::kExitUsage;
+using hcomm::tools::usage_error;
+using hcomm::tools::bench::find_op;
+using hcomm::tools::bench::kExitWrong;
+using hcomm::tools::bench::OpSpec;
+using hcomm::tools::bench::Options;
+using hcomm::tools::bench::parse_options;
+using hcomm::tools::bench::Progress;
+using hcomm::tools::bench::Report;
+using hcomm::tools::bench::Row;
+using hcomm::tools::bench::Runner;
+using hcomm::tools::bench::size_sweep;
+using hcomm::tools::bench::TimedRun;
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-bench", /*runs_as_rank=*/true};
 
 namespace {
 
@@ -56,7 +60,10 @@ std::unique_ptr<Communicator> join(const Options& o) {
     std::fprintf(stderr, "hcomm-bench: %s\n", cfg.status().to_string().c_str());
     std::exit(kExitUsage);
   }
-  if (!o.algo.empty()) cfg->algo = o.op + "=" + o.algo;  // code wins over HCOMM_ALGO
+  // Code wins over HCOMM_ALGO. An operation with nothing to force (barrier, sendrecv) can only
+  // have been given -a auto, which is what it runs anyway.
+  if (!o.algo.empty() && hcomm::tools::forcible_algorithms(o.op).size() > 1)
+    cfg->algo = o.op + "=" + o.algo;
   auto comm = Communicator::create(*cfg);
   if (!comm) {
     // A rejected -a is a usage error; anything else (a rank missing, ...) is a failure.
@@ -110,8 +117,7 @@ int finish(const Report& report, FILE* json, const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  const OpSpec* spec = find_op(o.op);
-  if (spec == nullptr) usage_error("unknown operation '" + o.op + "'");
+  const OpSpec* spec = find_op(o.op);  // parse_options() checked the name
 
   // Opened before joining, so that a bad path fails at once rather than after the run.
   FILE* json = nullptr;
@@ -124,8 +130,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<Communicator> comm = join(o);
   const bool lead = comm->rank() == 0;
   if (spec->rooted && o.root >= comm->size()) {
-    if (lead) std::fprintf(stderr, "hcomm-bench: -r %d: only %d ranks\n", o.root, comm->size());
-    return kExitUsage;
+    const int size = comm->size();
+    comm.reset();  // every rank leaves alike, before usage_error() exits
+    usage_error("-r " + std::to_string(o.root) + ": only " + std::to_string(size) + " ranks");
   }
   if (o.has_qos) apply_qos(*comm, o);
 

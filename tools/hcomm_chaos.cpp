@@ -12,9 +12,10 @@
 // ranks and the JSON file.
 //
 // The pieces are in chaos/: options (command line), fault_plan (the schedule), injector (its
-// thread), input_pattern and workload (inputs, the operation, expected results), digest,
-// runner (the loop), analysis (detection, recovery, throughput windows), rank_summary (what is
-// gathered), verdict (the checks), report (text and JSON), format; ../json_writer.hpp.
+// thread), input_pattern and workload (inputs, the operation, expected results from
+// ../reference/), digest, runner (the loop), analysis (detection, recovery, throughput
+// windows), rank_summary (what is gathered), verdict (the checks), report (text and JSON),
+// format; ../json_writer.hpp.
 #include <unistd.h>
 
 #include <chrono>
@@ -38,8 +39,12 @@
 #include "chaos/verdict.hpp"
 #include "chaos/workload.hpp"
 
-using namespace hcomm::chaos;
+using namespace hcomm::tools::chaos;
 using hcomm::Communicator;
+using hcomm::tools::kExitUsage;
+using hcomm::tools::usage_error;
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-chaos", /*runs_as_rank=*/true};
 
 namespace {
 

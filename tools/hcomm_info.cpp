@@ -1,8 +1,9 @@
 // hcomm-info: what hcomm sees — this host's identity, its NUMA nodes, cores and NICs (hwloc),
 // the HCOMM_TOPO_FILE placement, and, when launched as a world (hcomm-run -n N hcomm-info, srun,
 // mpirun), every rank's host and address, the transport each pair of ranks uses, and the
-// algorithm the cost model picks per operation and size on this communicator.
-// `hcomm-info --config` prints every HCOMM_* variable instead (tools/config_report.cpp).
+// algorithm the cost model picks per operation and size on this communicator. --algorithms lists
+// the algorithms the library has, by operation; --config every HCOMM_* variable
+// (tools/config_report.cpp).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -10,13 +11,77 @@
 
 #include <hcomm/hcomm.hpp>
 
+#include "collectives/algorithm_choice.hpp"
+#include "collectives/operation.hpp"
 #include "config_report.hpp"
 #include "core/config_vars.hpp"
+#include "core/parse.hpp"
 #include "topology/host_identity.hpp"
 #include "topology/machine_topology.hpp"
 #include "topology/topology_file.hpp"
+#include "usage.hpp"
+
+const hcomm::tools::Program hcomm::tools::kProgram{"hcomm-info", /*runs_as_rank=*/true};
 
 namespace {
+
+constexpr char kUsage[] =
+    "usage: hcomm-info            this host: its identity, NUMA nodes, cores and NICs (hwloc),\n"
+    "                             and its place in HCOMM_TOPO_FILE\n"
+    "       hcomm-run -n N hcomm-info   (or under srun, mpirun, torchrun) also, on rank 0: every\n"
+    "                             rank's host and address, the ring order, the transport of\n"
+    "                             each pair of ranks and the algorithm per operation and size\n"
+    "  --algorithms               the algorithms HCOMM_ALGO (and -a of hcomm-bench and\n"
+    "                             hcomm-chaos) can force, by operation, and what a one-host\n"
+    "                             communicator runs where none is forced; nothing else\n"
+    "  --config                   every HCOMM_* variable: value in force, where it came from,\n"
+    "                             default, meaning; exits 2 when a set one does not parse\n"
+    "  --config --markdown        the variables and defaults as the README's table\n"
+    "  -h, --help                 this text\n"
+    "Exit status: 0; 1 when the configuration, the topology file or the communicator fails;\n"
+    "2 on bad usage or (--config) a variable that does not parse.\n";
+
+/// What to print; exits on bad usage and after printing the help.
+enum class Mode { world, algorithms, config, config_markdown };
+
+Mode parse_args(int argc, char** argv) {
+  bool algorithms = false, config = false, markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") hcomm::tools::print_help(kUsage);
+    if (arg == "--algorithms")
+      algorithms = true;
+    else if (arg == "--config")
+      config = true;
+    else if (arg == "--markdown")
+      markdown = true;
+    else
+      hcomm::tools::usage_error("unexpected argument '" + arg + "'");
+  }
+  if (markdown && !config) hcomm::tools::usage_error("--markdown goes with --config");
+  if (algorithms && config) hcomm::tools::usage_error("--algorithms or --config, not both");
+  if (algorithms) return Mode::algorithms;
+  if (config) return markdown ? Mode::config_markdown : Mode::config;
+  return Mode::world;
+}
+
+/// "allreduce: ring, tree, ..." per operation kind with algorithms to force, as the library
+/// names them, then what Communicator::algorithm_for() names besides them on one host; the
+/// first line, a comment, says so.
+void print_algorithms() {
+  namespace collectives = hcomm::collectives;
+  std::printf(
+      "# by operation, the algorithms HCOMM_ALGO can force; 'one host': what a one-host "
+      "communicator runs where none is forced (the slot board, its staging rings)\n");
+  for (int k = 1; k < collectives::kNumOpKinds; ++k) {
+    const auto kind = static_cast<collectives::OpKind>(k);
+    std::string line;
+    for (const std::string& name : collectives::algorithm_names(kind))
+      line += (line.empty() ? "" : ", ") + name;
+    if (!line.empty()) std::printf("%s: %s\n", collectives::op_kind_name(kind), line.c_str());
+  }
+  std::printf("one host: %s, %s\n", collectives::kSlotBoardName, collectives::kStagedName);
+}
 
 void print_machine() {
   const auto host = hcomm::topology::this_host();
@@ -104,10 +169,9 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   const char* ops[] = {"allreduce",      "broadcast", "reduce", "allgather",
                        "reduce_scatter", "alltoall",  "gather", "scatter"};
   const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20};
-  const char* labels[] = {"8B", "1KiB", "64KiB", "1MiB", "16MiB", "256MiB"};
   std::printf("\nalgorithm by operation and size (this communicator's cost model%s)\n%-15s",
               comm.config().algo.empty() ? "" : ", HCOMM_ALGO applied", "");
-  for (const char* l : labels) std::printf("%8s", l);
+  for (size_t b : sizes) std::printf("%8s", hcomm::core::format_bytes(b).c_str());
   std::printf("\n");
   for (const char* op : ops) {
     std::printf("%-15s", op);
@@ -116,42 +180,19 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   }
 }
 
-const char kUsage[] =
-    "usage: hcomm-info                      this host, its topology and, launched as a world,\n"
-    "                                       the ranks, transports and algorithms\n"
-    "       hcomm-info --config             every HCOMM_* variable: value in force, default,\n"
-    "                                       meaning; exits 2 when a set one does not parse\n"
-    "       hcomm-info --config --markdown  the variables and defaults as the README's table\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool config = false;
-  bool markdown = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--config") == 0) {
-      config = true;
-    } else if (std::strcmp(argv[i], "--markdown") == 0) {
-      markdown = true;
-    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      std::printf("%s", kUsage);
-      return 0;
-    } else {
-      std::fprintf(stderr, "hcomm-info: unknown argument '%s'\n%s", argv[i], kUsage);
-      return 2;
-    }
+  const Mode mode = parse_args(argc, argv);
+  if (mode == Mode::algorithms) {
+    print_algorithms();
+    return 0;
   }
-  if (markdown && !config) {
-    std::fprintf(stderr, "hcomm-info: --markdown goes with --config\n%s", kUsage);
-    return 2;
+  if (mode == Mode::config_markdown) {
+    hcomm::tools::print_config_markdown(stdout);
+    return 0;
   }
-  if (config) {
-    if (markdown) {
-      hcomm::tools::print_config_markdown(stdout);
-      return 0;
-    }
-    return hcomm::tools::print_config(stdout, stderr) ? 0 : 2;
-  }
+  if (mode == Mode::config) return hcomm::tools::print_config(stdout, stderr) ? 0 : 2;
   print_machine();
   const bool topo_ok = print_topology_file();
   auto cfg = hcomm::Config::from_env();

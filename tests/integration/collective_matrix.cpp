@@ -1,11 +1,11 @@
 // The collective matrix, Gloo style: every operation x every algorithm it has x element count
 // {0, 1, 7, 4099, 262147} x data type x reduce op x in place or not x every root, on the world
 // this process was launched into (hcomm-run -n N, one launch runs every case of that size), each
-// result checked against the independent reference of reference.hpp.
+// result checked against hcomm_reference (tools/reference/) for the inputs of inputs.hpp.
 //
-// Algorithms are forced through Config::algo: one communicator per algorithm set ("ring", "tree",
-// "rd", "hd", "hier", "direct") plus one with automatic selection (and calibration on), each in two
-// flavours: default chunks (counts up to 262147) and 24-byte chunks (counts up to 4099), which
+// Algorithms are forced through Config::algo: one communicator per algorithm the library has
+// (collectives::algorithm_names) plus one with automatic selection (and calibration on), each in
+// two flavours: default chunks (counts up to 262147) and 24-byte chunks (counts up to 4099), which
 // send even small inputs through the multi-chunk, pipelined paths. Communicators are created in
 // the same order on every rank; all but the automatic one live only while their cases run.
 //
@@ -27,9 +27,12 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/reference.hpp"
+#include "collectives/algorithm_choice.hpp"
+#include "reference/elements.hpp"
+#include "tests/integration/inputs.hpp"
 
 using namespace hcomm_test;
+namespace reference = hcomm::tools::reference;
 using hcomm::Communicator;
 using hcomm::PointToPointOp;
 using hcomm::Status;
@@ -51,7 +54,7 @@ constexpr auto kP2pDeadline = std::chrono::seconds(120);
 // ---------------------------------------------------------------- bookkeeping
 
 struct Comm {
-  std::string algo;  // "auto", "ring", "tree", "rd", "hd", "hier", "direct"
+  std::string algo;  // "auto" or one of collectives::algorithm_names()
   bool tiny = false;
   std::unique_ptr<Communicator> c;
   std::string name() const { return algo + (tiny ? " chunk=24" : " chunk=default"); }
@@ -124,19 +127,19 @@ struct Buffer {
 
 template <class F>
 void fill(void* buf, size_t count, DataType t, F value) {
-  for (size_t i = 0; i < count; ++i) store(buf, i, t, value(i));
+  for (size_t i = 0; i < count; ++i) reference::store(t, buf, i, value(i));
 }
 
-// "" when buf[0..count) matches want(i) within tol(i).
-template <class W, class T>
-std::string compare(const void* buf, size_t count, DataType t, W want, T tol,
-                    const std::string& where) {
+// "" when buf[0..count) matches expect(i), a reference::Expectation.
+template <class E>
+std::string compare(const void* buf, size_t count, DataType t, E expect, const std::string& where) {
   for (size_t i = 0; i < count; ++i) {
-    double w = want(i), g = load(buf, i, t);
-    if (!(std::fabs(g - w) <= tol(i))) {
+    const reference::Expectation w = expect(i);
+    const double g = reference::load(t, buf, i);
+    if (!reference::matches(w, g)) {
       char msg[200];
       std::snprintf(msg, sizeof msg, "%s element %zu: got %.9g, expected %.9g (tolerance %.3g)",
-                    where.c_str(), i, g, w, tol(i));
+                    where.c_str(), i, g, w.value, w.tolerance);
       return msg;
     }
   }
@@ -145,7 +148,11 @@ std::string compare(const void* buf, size_t count, DataType t, W want, T tol,
 template <class W>
 std::string exact(const void* buf, size_t count, DataType t, W want, const std::string& where) {
   return compare(
-      buf, count, t, want, [](size_t) { return 0.0; }, where);
+      buf, count, t,
+      [&](size_t i) {
+        return reference::Expectation{static_cast<double>(want(i)), 0};
+      },
+      where);
 }
 
 std::string bytes_untouched(const unsigned char* p, size_t bytes, const std::string& where) {
@@ -181,8 +188,7 @@ void t_allreduce(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, bool i
   Status st = cm.c->allreduce(in.data, dst, count, t, op);
   std::string w = why(st);
   also(w, compare(
-              dst, count, t, [&](size_t i) { return expected_reduction(n, i, op, t); },
-              [&](size_t i) { return tolerance(n, i, op, t); }, "recv"));
+              dst, count, t, [&](size_t i) { return reduced(n, i, op, t); }, "recv"));
   if (!in_place)
     also(w, exact(
                 in.data, count, t, [&](size_t i) { return input_value(r, i, op, t); },
@@ -206,8 +212,7 @@ void t_reduce(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, int root,
   std::string w = why(st);
   if (r == root)
     also(w, compare(
-                dst, count, t, [&](size_t i) { return expected_reduction(n, i, op, t); },
-                [&](size_t i) { return tolerance(n, i, op, t); }, "recv on the root"));
+                dst, count, t, [&](size_t i) { return reduced(n, i, op, t); }, "recv on the root"));
   if (r != root || !in_place)
     also(w, exact(
                 in.data, count, t, [&](size_t i) { return input_value(r, i, op, t); },
@@ -319,8 +324,7 @@ void t_reduce_scatter(Env& e, Comm& cm, size_t count, DataType t, ReduceOp op, b
   unsigned char* dst = in_place ? in.at(first) : out.data;
   std::string w = why(cm.c->reduce_scatter(in.data, dst, count, t, op));
   also(w, compare(
-              dst, count, t, [&](size_t i) { return expected_reduction(n, first + i, op, t); },
-              [&](size_t i) { return tolerance(n, first + i, op, t); }, "recv"));
+              dst, count, t, [&](size_t i) { return reduced(n, first + i, op, t); }, "recv"));
   if (!in_place)
     also(w, exact(
                 in.data, count * n, t, [&](size_t i) { return input_value(r, i, op, t); },
@@ -547,27 +551,37 @@ bool has(const std::vector<std::string>& v, const char* s) {
 
 // The operations each algorithm set forces (and runs), and the HCOMM_ALGO text that forces them.
 struct AlgoSet {
-  const char* algo;
+  std::string algo;
   std::vector<std::string> ops;
 };
-const std::vector<AlgoSet> kAlgoSets = {
-    {"auto",
-     {"allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter", "alltoall",
-      "alltoallv", "gather", "scatter", "barrier", "p2p"}},
-    {"ring", {"allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter"}},
-    {"tree", {"allreduce", "broadcast", "reduce"}},
-    {"rd", {"allreduce", "broadcast", "reduce"}},
-    {"hd", {"allreduce"}},
-    // Hierarchical: over the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else
-    // one host, where the allreduce is a reduce to the leader and a broadcast, the broadcast a
-    // tree of the host and the allgather(v) a gather to the leader and a broadcast.
-    {"hier", {"allreduce", "broadcast", "allgather", "allgatherv"}},
-    {"direct",
-     {"allgather", "allgatherv", "reduce_scatter", "alltoall", "alltoallv", "gather", "scatter"}},
-};
+
+// Every operation the matrix runs; p2p is send/recv and batches.
+const std::vector<std::string> kMatrixOps = {
+    "allreduce", "broadcast", "reduce", "allgather", "allgatherv", "reduce_scatter",
+    "alltoall",  "alltoallv", "gather", "scatter",   "barrier",    "p2p"};
+
+// "auto" with every operation, then one set per algorithm the library has
+// (collectives::algorithm_names), each with the operations that have it. Hierarchical runs over
+// the hosts HCOMM_HOST_ID makes (matrix_np4_interleaved_hosts), else one host, where the
+// allreduce is a reduce to the leader and a broadcast, the broadcast a tree of the host and the
+// allgather(v) a gather to the leader and a broadcast.
+std::vector<AlgoSet> algo_sets() {
+  std::vector<AlgoSet> sets = {{"auto", kMatrixOps}};
+  for (const std::string& algo : hcomm::collectives::algorithm_names()) {
+    AlgoSet set{algo, {}};
+    for (const std::string& op : kMatrixOps) {
+      hcomm::collectives::OpKind kind;
+      if (!hcomm::collectives::parse_op_kind(op, kind)) continue;
+      const auto names = hcomm::collectives::algorithm_names(kind);
+      if (std::find(names.begin(), names.end(), algo) != names.end()) set.ops.push_back(op);
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
 
 std::string algo_string(const AlgoSet& s) {
-  if (std::strcmp(s.algo, "auto") == 0) return "";
+  if (s.algo == "auto") return "";
   std::string out;
   for (const std::string& op : s.ops)
     if (op != "barrier" && op != "p2p") out += (out.empty() ? "" : ";") + op + "=" + s.algo;
@@ -798,7 +812,7 @@ int main(int argc, char** argv) {
     cfg.op_timeout = std::chrono::seconds(120);
     auto created = Communicator::create(cfg);
     if (!created) {
-      std::fprintf(stderr, "rank %d: create [%s%s] algo='%s': %s\n", cfg.rank, set.algo,
+      std::fprintf(stderr, "rank %d: create [%s%s] algo='%s': %s\n", cfg.rank, set.algo.c_str(),
                    tiny ? " chunk=24" : "", cfg.algo.c_str(), created.status().to_string().c_str());
       return nullptr;
     }
@@ -810,17 +824,18 @@ int main(int argc, char** argv) {
   };
 
   // The automatic communicator (with calibration) lives throughout: it also carries the hashes.
-  auto world = make(kAlgoSets[0], false, true);
+  const std::vector<AlgoSet> sets = algo_sets();
+  auto world = make(sets[0], false, true);
   if (!world) return 2;
   e.rank = world->c->rank();
   e.size = world->c->size();
 
-  for (const AlgoSet& set : kAlgoSets) {
+  for (const AlgoSet& set : sets) {
     for (bool tiny : {false, true}) {
       const auto p0 = Clock::now();
       std::unique_ptr<Comm> own;
       Comm* cm = world.get();
-      if (tiny || std::strcmp(set.algo, "auto") != 0) {
+      if (tiny || set.algo != "auto") {
         own = make(set, tiny, false);
         if (!own) return 2;  // creation is collective: the other ranks fail the same way
         cm = own.get();
@@ -829,9 +844,8 @@ int main(int argc, char** argv) {
       run_set(e, *cm, set.ops);
       own.reset();
       if (e.rank == 0)
-        std::printf("  [%s] %ld checks, %.2f s\n",
-                    (std::string(set.algo) + (tiny ? " chunk=24" : "")).c_str(), e.checks - before,
-                    std::chrono::duration<double>(Clock::now() - p0).count());
+        std::printf("  [%s] %ld checks, %.2f s\n", (set.algo + (tiny ? " chunk=24" : "")).c_str(),
+                    e.checks - before, std::chrono::duration<double>(Clock::now() - p0).count());
     }
   }
   compare_hashes(e, *world);

@@ -37,7 +37,8 @@
 
 #include <hcomm/hcomm.hpp>
 
-#include "tests/integration/reference.hpp"
+#include "reference/elements.hpp"
+#include "tests/integration/inputs.hpp"
 
 using namespace hcomm;
 using Clock = std::chrono::steady_clock;
@@ -121,12 +122,13 @@ struct Buffers {
 };
 
 // Allreduce of hcomm_test::input_value(rank, i) with `op`, compared element by element with the
-// reference reduction over `size` ranks (exact: small integers).
+// reference reduction over `size` ranks (hcomm_reference; exact: small integers, no avg).
 void verified_allreduce(Communicator& c, Buffers& b, size_t count, DataType t, ReduceOp op,
                         const std::string& label) {
+  namespace reference = hcomm::tools::reference;
   b.size_for(count, t);
   for (size_t i = 0; i < count; ++i)
-    hcomm_test::store(b.send.data(), i, t, hcomm_test::input_value(c.rank(), i, op, t));
+    reference::store(t, b.send.data(), i, hcomm_test::input_value(c.rank(), i, op, t));
   Status st =
       c.allreduce_async(b.send.data(), b.recv.data(), count, t, op).wait(milliseconds(15000));
   if (!st.ok()) {
@@ -135,14 +137,14 @@ void verified_allreduce(Communicator& c, Buffers& b, size_t count, DataType t, R
   }
   size_t wrong = 0, first = 0;
   for (size_t i = 0; i < count; ++i) {
-    double want = hcomm_test::expected_reduction(c.size(), i, op, t);
-    if (hcomm_test::load(b.recv.data(), i, t) != want && wrong++ == 0) first = i;
+    const auto want = hcomm_test::reduced(c.size(), i, op, t);
+    if (!reference::matches(want, reference::load(t, b.recv.data(), i)) && wrong++ == 0) first = i;
   }
   check(wrong == 0, label,
         wrong == 0 ? std::to_string(count) + " elements"
                    : std::to_string(wrong) + " wrong, first at " + std::to_string(first) + ": " +
-                         std::to_string(hcomm_test::load(b.recv.data(), first, t)) + " != " +
-                         std::to_string(hcomm_test::expected_reduction(c.size(), first, op, t)));
+                         std::to_string(reference::load(t, b.recv.data(), first)) + " != " +
+                         std::to_string(hcomm_test::reduced(c.size(), first, op, t).value));
 }
 
 void verified_allreduces(Communicator& c, Buffers& b, const std::string& prefix) {

@@ -298,6 +298,39 @@ TEST_CASE("malformed launcher variables fail with INVALID_ARG naming the variabl
   }
 }
 
+TEST_CASE("rank_variables() and world_size_variables() name the families in their order") {
+  CHECK(rank_variables() == "HCOMM_RANK (or RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)");
+  CHECK(world_size_variables() ==
+        "HCOMM_WORLD_SIZE (or WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS)");
+}
+
+TEST_CASE("what launch_variables() tells a rank, read_launch_env() reads back first") {
+  CleanEnv env;
+  env.set("RANK", "3");  // another family's, and MASTER_*: hcomm's own variables win
+  env.set("WORLD_SIZE", "16");
+  env.set("MASTER_ADDR", "node9");
+  env.set("MASTER_PORT", "29500");
+  const std::vector<std::string> vars = launch_variables(LaunchPlace{2, 5, 1, 3, "127.0.0.1:4242"});
+  CHECK(vars == std::vector<std::string>{"HCOMM_RANK=2", "HCOMM_WORLD_SIZE=5", "HCOMM_LOCAL_RANK=1",
+                                         "HCOMM_LOCAL_SIZE=3", "HCOMM_ROOT_ADDR=127.0.0.1:4242"});
+  for (const std::string& v : vars) {
+    CHECK(is_launch_variable(v.c_str()));
+    const size_t eq = v.find('=');
+    if (v.compare(0, eq, "HCOMM_RANK") == 0 || v.compare(0, eq, "HCOMM_WORLD_SIZE") == 0 ||
+        v.compare(0, eq, "HCOMM_ROOT_ADDR") == 0)
+      env.set(v.substr(0, eq).c_str(), v.substr(eq + 1).c_str());
+  }
+  auto e = read_launch_env();
+  REQUIRE(e.ok());
+  CHECK(e->rank == 2);
+  CHECK(e->world_size == 5);
+  CHECK(e->root_addr == "127.0.0.1:4242");
+  CHECK(e->source == "HCOMM");
+  for (const char* other :
+       {"HCOMM_RANKS=1", "HCOMM_RANK", "RANK=1", "XHCOMM_RANK=1", "HCOMM_DEBUG=INFO"})
+    CHECK_FALSE(is_launch_variable(other));
+}
+
 TEST_CASE("parse_host_port splits host:port and refuses what it cannot use") {
   auto hp = parse_host_port("10.0.0.1:29500");
   REQUIRE(hp.ok());

@@ -1,5 +1,6 @@
 // Tests for the float <-> float16 / bfloat16 conversions: known bit patterns, exhaustive decoding,
-// rounding against an independent reference computed in double, and agreement with F16C.
+// rounding against the independent reference of hcomm_reference (in double), and agreement with
+// F16C.
 #include "collectives/half_float.hpp"
 
 #include <immintrin.h>
@@ -13,6 +14,8 @@
 #include <limits>
 
 #include <doctest/doctest.h>
+
+#include "reference/elements.hpp"
 
 namespace {
 
@@ -40,33 +43,17 @@ bool bf16_is_nan(uint16_t b) {
   return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
 }
 
-/// x rounded to a binary format with `p` significand bits, smallest normal exponent `emin` and
-/// largest finite value `max_finite`, to nearest with ties to even; infinity when it overflows.
-double round_to_format(double x, int p, int emin, double max_finite) {
-  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
-  int e = 0;
-  std::frexp(std::fabs(x), &e);  // |x| = m * 2^e, m in [0.5, 1)
-  const int exponent = std::max(e - 1, emin);
-  const double ulp = std::ldexp(1.0, exponent - (p - 1));
-  const double r = std::nearbyint(std::fabs(x) / ulp) * ulp;
-  return std::copysign(r > max_finite ? std::numeric_limits<double>::infinity() : r, x);
-}
-
+/// x rounded to nearest, ties to even, in float16 / bfloat16: hcomm_reference's rounding.
 double round_to_half(double x) {
-  return round_to_format(x, 11, -14, 65504.0);
+  return hcomm::tools::reference::round_to(hcomm::DataType::float16, x);
 }
 double round_to_bf16(double x) {
-  return round_to_format(x, 8, -126, 0x1.fep127);
+  return hcomm::tools::reference::round_to(hcomm::DataType::bfloat16, x);
 }
 
-/// binary16 decoded with ldexp, written independently of half_to_float.
+/// binary16 decoded independently of half_to_float (hcomm_reference).
 double decode_half(uint16_t h) {
-  const int e = (h >> 10) & 0x1f;
-  const int m = h & 0x3ff;
-  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
-  if (e == 0x1f) return m != 0 ? std::nan("") : sign * std::numeric_limits<double>::infinity();
-  if (e == 0) return sign * std::ldexp(m, -24);
-  return sign * std::ldexp(1024 + m, e - 25);
+  return hcomm::tools::reference::half_value(h);
 }
 
 /// Same value, same sign (so -0 != +0), or both NaN.

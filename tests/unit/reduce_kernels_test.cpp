@@ -1,6 +1,7 @@
-// Tests for the reduction kernels: every dtype x op against a scalar reference computed in
-// int64/double, over counts that hit the vector tails, shifted (unaligned) buffers and every
-// aliasing form; the AVX2/F16C and the baseline builds must agree bit for bit.
+// Tests for the reduction kernels: every dtype x op against the scalar reference of
+// hcomm_reference (tools/reference/, in int64/double, independent of the kernels and of
+// collectives/half_float.hpp), over counts that hit the vector tails, shifted (unaligned)
+// buffers and every aliasing form; the AVX2/F16C and the baseline builds must agree bit for bit.
 #include "collectives/reduce_kernels.hpp"
 
 #include <algorithm>
@@ -14,13 +15,16 @@
 
 #include <doctest/doctest.h>
 
-#include "collectives/half_float.hpp"
+#include "reference/elements.hpp"
+#include "reference/reduction.hpp"
 
 namespace {
 
 using hcomm::DataType;
 using hcomm::ReduceOp;
 namespace collectives = hcomm::collectives;
+namespace reference = hcomm::tools::reference;
+using reference::is_float;
 
 constexpr DataType kTypes[] = {DataType::int8,    DataType::uint8,   DataType::int32,
                                DataType::int64,   DataType::float16, DataType::bfloat16,
@@ -28,11 +32,6 @@ constexpr DataType kTypes[] = {DataType::int8,    DataType::uint8,   DataType::i
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                              ReduceOp::avg};
 constexpr size_t kCounts[] = {0, 1, 7, 8, 15, 16, 17, 33, 1001, 4099};
-
-bool is_float(DataType t) {
-  return t == DataType::float16 || t == DataType::bfloat16 || t == DataType::float32 ||
-         t == DataType::float64;
-}
 
 /// Which code runs: the public functions (AVX2 + F16C where the CPU has them) or the baseline
 /// x86-64 build (SSE2 loops, scalar float16 conversions).
@@ -55,78 +54,7 @@ void run_finalize(Path path, void* buf, size_t n, DataType t, int nranks) {
   }
 }
 
-// ---- Reference arithmetic, independent of the kernels ------------------------------------------
-
-double round_to_format(double x, int p, int emin, double max_finite) {
-  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
-  int e = 0;
-  std::frexp(std::fabs(x), &e);
-  const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - (p - 1));
-  const double r = std::nearbyint(std::fabs(x) / ulp) * ulp;
-  return std::copysign(r > max_finite ? std::numeric_limits<double>::infinity() : r, x);
-}
-
-/// x rounded to nearest-even in dtype t (a floating type).
-double round_to(DataType t, double x) {
-  switch (t) {
-    case DataType::float16:
-      return round_to_format(x, 11, -14, 65504.0);
-    case DataType::bfloat16:
-      return round_to_format(x, 8, -126, 0x1.fep127);
-    case DataType::float32:
-      return round_to_format(x, 24, -126, 0x1.fffffep127);
-    default:
-      return x;
-  }
-}
-
-/// The low bits of v as the element type t, sign-extended for the signed ones.
-int64_t wrap(uint64_t v, DataType t) {
-  switch (t) {
-    case DataType::int8:
-      return static_cast<int64_t>(v & 0xff) - ((v & 0x80) != 0 ? 0x100 : 0);
-    case DataType::uint8:
-      return static_cast<int64_t>(v & 0xff);
-    case DataType::int32:
-      return static_cast<int64_t>(v & 0xffffffffu) - ((v & 0x80000000u) != 0 ? 0x100000000 : 0);
-    default:
-      return static_cast<int64_t>(v);
-  }
-}
-
-int64_t ref_int(int64_t a, int64_t b, ReduceOp op, DataType t) {
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg:
-      return wrap(static_cast<uint64_t>(a) + static_cast<uint64_t>(b), t);
-    case ReduceOp::prod:
-      return wrap(static_cast<uint64_t>(a) * static_cast<uint64_t>(b), t);
-    case ReduceOp::min:
-      return std::min(a, b);
-    case ReduceOp::max:
-      return std::max(a, b);
-  }
-  return 0;
-}
-
-/// Exact (or double-rounded, which is harmless: 53 >= 2 * 24 + 2) result, before rounding to t.
-double ref_float(double a, double b, ReduceOp op) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg:
-      return a + b;
-    case ReduceOp::prod:
-      return a * b;
-    case ReduceOp::min:
-      return std::isnan(a) || std::isnan(b) ? nan : (a < b ? a : b);
-    case ReduceOp::max:
-      return std::isnan(a) || std::isnan(b) ? nan : (a > b ? a : b);
-  }
-  return nan;
-}
-
-// ---- Typed access to byte buffers --------------------------------------------------------------
+// ---- Typed access to byte buffers; the reference arithmetic is hcomm_reference's ---------------
 
 struct Buffer {
   Buffer(DataType t, size_t n, size_t offset)
@@ -143,48 +71,15 @@ struct Buffer {
 };
 
 int64_t get_int(const uint8_t* p, DataType t) {
-  switch (t) {
-    case DataType::int8:
-      return static_cast<int8_t>(*p);
-    case DataType::uint8:
-      return *p;
-    case DataType::int32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-  }
+  return reference::load_int(t, p, 0);
 }
 
 void set_int(uint8_t* p, DataType t, int64_t v) {
-  const uint64_t bits = static_cast<uint64_t>(v);
-  std::memcpy(p, &bits, hcomm::dtype_size(t));  // little endian: the low bytes
+  reference::store_int(t, p, 0, v);
 }
 
 double get_float(const uint8_t* p, DataType t) {
-  uint16_t h;
-  std::memcpy(&h, p, std::min<size_t>(2, hcomm::dtype_size(t)));
-  switch (t) {
-    case DataType::float16:
-      return collectives::half_to_float(h);
-    case DataType::bfloat16:
-      return collectives::bfloat16_to_float(h);
-    case DataType::float32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    default: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-  }
+  return reference::load(t, p, 0);
 }
 
 /// Same value and sign, or both NaN.
@@ -210,26 +105,12 @@ void fill(Buffer& buf, size_t n, std::mt19937_64& rng) {
       continue;
     }
     switch (buf.type) {
-      case DataType::float16: {
-        const uint16_t h = collectives::float_to_half(static_cast<float>(small) / 4);
-        std::memcpy(p, &h, 2);
+      case DataType::float16:
+      case DataType::bfloat16:
+      case DataType::float32:
+      case DataType::float64:
+        reference::store(buf.type, p, 0, static_cast<double>(small) / 4);  // exact in each
         break;
-      }
-      case DataType::bfloat16: {
-        const uint16_t b = collectives::float_to_bfloat16(static_cast<float>(small) / 4);
-        std::memcpy(p, &b, 2);
-        break;
-      }
-      case DataType::float32: {
-        const float f = static_cast<float>(small) / 4;
-        std::memcpy(p, &f, 4);
-        break;
-      }
-      case DataType::float64: {
-        const double d = static_cast<double>(small) / 4;
-        std::memcpy(p, &d, 8);
-        break;
-      }
       default:
         set_int(p, buf.type, small);
     }
@@ -242,10 +123,12 @@ long first_mismatch(const Buffer& got, const Buffer& a, const Buffer& b, size_t 
   for (size_t i = 0; i < n; ++i) {
     bool ok;
     if (is_float(t)) {
-      const double want = round_to(t, ref_float(get_float(a.at(i), t), get_float(b.at(i), t), op));
+      const double want = reference::round_to(
+          t, reference::combine_real(op, get_float(a.at(i), t), get_float(b.at(i), t)));
       ok = same(get_float(got.at(i), t), want);
     } else {
-      ok = get_int(got.at(i), t) == ref_int(get_int(a.at(i), t), get_int(b.at(i), t), op, t);
+      ok = get_int(got.at(i), t) ==
+           reference::combine_int(t, op, get_int(a.at(i), t), get_int(b.at(i), t));
     }
     if (!ok) return static_cast<long>(i);
   }
@@ -480,7 +363,7 @@ TEST_CASE("finalize_average matches the reference for every dtype and rank count
           for (size_t i = 0; i < n && bad < 0; ++i) {
             const bool ok = is_float(t)
                                 ? same(get_float(buf.at(i), t),
-                                       round_to(t, get_float(before.at(i), t) / nranks))
+                                       reference::round_to(t, get_float(before.at(i), t) / nranks))
                                 : get_int(buf.at(i), t) == get_int(before.at(i), t) / nranks;
             if (!ok) bad = static_cast<long>(i);
           }

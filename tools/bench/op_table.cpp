@@ -1,7 +1,7 @@
 // The operations: small functions for each column of the table, then the table itself.
 #include "bench/op_table.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 double factor_one(int) {
@@ -36,23 +36,28 @@ double mine(const Case& c, size_t k) {
 double roots(const Case& c, size_t k) {
   return pattern(c, c.root, k);
 }
-double reduced_here(const Case& c, size_t k) {
+
+using reference::Expectation;
+Expectation roots_input(const Case& c, size_t k) {
+  return exactly(roots(c, k));
+}
+Expectation reduced_here(const Case& c, size_t k) {
   return reduced(c, k);
 }
-double reduced_my_block(const Case& c, size_t k) {
+Expectation reduced_my_block(const Case& c, size_t k) {
   return reduced(c, c.rank * c.count + k);
 }
-double gathered(const Case& c, size_t k) {
-  return pattern(c, static_cast<int>(k / c.count), k % c.count);
+Expectation gathered(const Case& c, size_t k) {
+  return exactly(pattern(c, static_cast<int>(k / c.count), k % c.count));
 }
-double from_everyone(const Case& c, size_t k) {  // block q of rank r = block r of rank q's send
-  return pattern(c, static_cast<int>(k / c.count), c.rank * c.count + k % c.count);
+Expectation from_everyone(const Case& c, size_t k) {  // block q of rank r = block r of rank q's
+  return exactly(pattern(c, static_cast<int>(k / c.count), c.rank * c.count + k % c.count));
 }
-double roots_my_block(const Case& c, size_t k) {
-  return pattern(c, c.root, c.rank * c.count + k);
+Expectation roots_my_block(const Case& c, size_t k) {
+  return exactly(pattern(c, c.root, c.rank * c.count + k));
 }
-double from_left(const Case& c, size_t k) {
-  return pattern(c, (c.rank + c.n - 1) % c.n, k);
+Expectation from_left(const Case& c, size_t k) {
+  return exactly(pattern(c, (c.rank + c.n - 1) % c.n, k));
 }
 
 // Columns: name, reduces, rooted, blocked, bus_factor, send_elems, recv_elems, send_value,
@@ -63,7 +68,7 @@ const OpSpec kOps[] = {
      [](Communicator& m, const Case& c, const Buffers& b) {
        return m.allreduce_async(b.send, b.recv, c.count, c.dtype, c.redop);
      }},
-    {"broadcast", false, true, false, factor_one, none, one_block, nullptr, roots, true,
+    {"broadcast", false, true, false, factor_one, none, one_block, nullptr, roots_input, true,
      [](Communicator& m, const Case& c, const Buffers& b) {
        return m.broadcast_async(b.recv, c.count, c.dtype, c.root);
      }},
@@ -116,4 +121,10 @@ const OpSpec* find_op(const std::string& name) {
   return nullptr;
 }
 
-}  // namespace hcomm::bench
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpSpec& s : kOps) names.emplace_back(s.name);
+  return names;
+}
+
+}  // namespace hcomm::tools::bench

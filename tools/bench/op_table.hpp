@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/reference.hpp"
+#include "bench/inputs.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 // One rank's buffers for one Case: the storage owns them; send and recv are what the call gets.
 struct Buffers {
@@ -34,13 +34,16 @@ struct OpSpec {
   double (*bus_factor)(int n);
   size_t (*send_elems)(const Case&);
   size_t (*recv_elems)(const Case&);
-  double (*send_value)(const Case&, size_t k);  // input element k of this rank
-  double (*expected)(const Case&, size_t k);    // result element k of this rank
-  bool recv_is_root_input;                      // broadcast: the root's buffer is its input
+  double (*send_value)(const Case&, size_t k);                // input element k of this rank
+  reference::Expectation (*expected)(const Case&, size_t k);  // result element k of this rank
+  bool recv_is_root_input;  // broadcast: the root's buffer is its input
   Work (*start)(Communicator&, const Case&, const Buffers&);
 };
 
 // nullptr for an unknown name.
 const OpSpec* find_op(const std::string& name);
 
-}  // namespace hcomm::bench
+// Every operation's name, in the table's order.
+std::vector<std::string> op_names();
+
+}  // namespace hcomm::tools::bench

@@ -1,27 +1,32 @@
 // hcomm-bench's command line: getopt parsing with nccl-tests' flags, checked strictly (a bad
 // value is a usage error, never a guess), and the sweep of sizes the flags describe.
 #include "bench/options.hpp"
-#include "byte_count.hpp"
 
 #include <getopt.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
 
-namespace hcomm::bench {
+#include "algorithm_names.hpp"
+#include "bench/op_table.hpp"
+#include "core/parse.hpp"
+#include "usage.hpp"
+
+namespace hcomm::tools::bench {
 namespace {
 
-const char kUsage[] =
+// The usage text; the algorithms come from the library (algorithm_names.hpp).
+const char kUsageHead[] =
     "usage: hcomm-bench [OP] [flags]\n"
     "OP: allreduce (default), broadcast, reduce, allgather, reduce_scatter, alltoall, gather,\n"
     "    scatter, sendrecv (rank r sends to r+1 and receives from r-1), barrier\n"
-    "  -b, --minbytes N      smallest size (default 8); K, M, G suffixes (x1024)\n"
+    "  -b, --minbytes N      smallest size (default 8): a byte count, 4096, 64K, 64KiB, 1M (K, M,\n"
+    "                        G: x1024, either case)\n"
     "  -e, --maxbytes N      largest size (default 64M)\n"
     "  -f, --stepfactor N    multiply the size by N between sizes (default 2)\n"
     "  -i, --stepbytes N     add N bytes between sizes instead (nonzero overrides -f)\n"
@@ -32,10 +37,11 @@ const char kUsage[] =
     "                        float32/float, float64/double (default float32)\n"
     "  -o, --op R            sum (default), prod, min, max, avg\n"
     "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
-    "  -a, --algo A          force the algorithm: ring, tree, rd, hd, hier, direct, auto\n"
+    "  -a, --algo A          force the algorithm (auto: the library's choice); by operation:\n";
+const char kUsageTail[] =
     "  -J, --json FILE       also write the results as JSON (rank 0)\n"
     "  -T, --duration S      tenant mode: run the first size (-b) back to back for S seconds\n"
-    "                        (decimals allowed) instead of -n iterations per size; every rank\n"
+    "                        (2.5, 500ms) instead of -n iterations per size; every rank\n"
     "                        stops at the same iteration. Rank 0 prints every rank's iterations,\n"
     "                        elapsed time, payload sent to ranks on other hosts in Gbit/s (1e9\n"
     "                        bit/s) and op latency median/p99/mean; -J adds per-rank samples of\n"
@@ -54,29 +60,29 @@ const char kUsage[] =
     "2 on bad usage.\n";
 
 size_t parse_bytes(const char* flag, const char* s) {
-  auto bytes = tools::parse_byte_count(s);
-  if (!bytes) usage_error(std::string(flag) + ": not a size: '" + s + "'");
-  return *bytes;
+  const auto bytes = core::parse_bytes(s);
+  if (!bytes)
+    usage_error(std::string(flag) + ": expected a byte count (4096, 64K, 64KiB, 1M, ...), got '" +
+                s + "'");
+  return static_cast<size_t>(*bytes);
 }
 
 double parse_seconds(const char* flag, const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s, &end);
+  const auto d = core::parse_duration(s, std::chrono::seconds(1));
+  const double v = d ? std::chrono::duration<double>(*d).count() : 0;
   // At most a day: a typo of a few digits too many should not hold a cluster for months.
-  if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 86400)
-    usage_error(std::string(flag) + ": expected seconds in (0, 86400], got '" + s + "'");
+  if (!(v > 0) || v > 86400)
+    usage_error(std::string(flag) + ": expected seconds in (0, 86400] (2.5, 500ms, ...), got '" +
+                s + "'");
   return v;
 }
 
 long parse_int(const char* flag, const char* s, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+  const auto v = core::parse_integer(s);
+  if (!v || *v < lo || *v > hi)
     usage_error(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " +
                 std::to_string(hi) + "], got '" + s + "'");
-  return v;
+  return static_cast<long>(*v);
 }
 
 DataType parse_dtype_arg(const char* s) {
@@ -88,19 +94,11 @@ DataType parse_dtype_arg(const char* s) {
 
 constexpr int kQosFlag = 1000;  // long-only option
 
-constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
+std::string usage_text() {
+  return kUsageHead + algorithm_help(op_names(), 24) + kUsageTail;
+}
 
 }  // namespace
-
-bool is_lead_rank() {
-  auto cfg = hcomm::Config::from_env();
-  return !cfg.ok() || cfg->rank <= 0;
-}
-
-[[noreturn]] void usage_error(const std::string& msg) {
-  if (is_lead_rank()) std::fprintf(stderr, "hcomm-bench: %s (-h for help)\n", msg.c_str());
-  std::exit(kExitUsage);
-}
 
 Options parse_options(int argc, char** argv) {
   static const option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
@@ -156,12 +154,7 @@ Options parse_options(int argc, char** argv) {
         o.root = static_cast<int>(parse_int("-r", optarg, 0, 1 << 30));
         break;
       case 'a':
-        if (std::find_if(std::begin(kAlgos), std::end(kAlgos), [](const char* a) {
-              return std::strcmp(a, optarg) == 0;
-            }) == std::end(kAlgos))
-          usage_error(std::string("-a: unknown algorithm '") + optarg +
-                      "' (ring, tree, rd, hd, hier, direct, auto)");
-        o.algo = optarg;
+        o.algo = optarg;  // checked once the operation is known
         break;
       case 'J':
         o.json_path = optarg;
@@ -177,8 +170,7 @@ Options parse_options(int argc, char** argv) {
         break;
       }
       case 'h':
-        if (is_lead_rank()) std::fputs(kUsage, stdout);
-        std::exit(0);
+        print_help(usage_text());
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:
@@ -187,6 +179,8 @@ Options parse_options(int argc, char** argv) {
   }
   if (optind < argc) o.op = argv[optind++];
   if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (find_op(o.op) == nullptr) usage_error("unknown operation '" + o.op + "'");
+  if (!o.algo.empty()) check_algorithm("-a", o.op, o.algo);
   if (o.min_bytes > o.max_bytes) usage_error("-b is larger than -e");
   if (o.min_bytes == 0 && o.step_bytes == 0) usage_error("-b 0 needs -i (0 * factor stays 0)");
   return o;
@@ -208,4 +202,4 @@ std::vector<size_t> size_sweep(const Options& o) {
   return sizes;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

@@ -1,5 +1,5 @@
 // hcomm-bench's command line: the options, their parsing and the sweep of sizes they describe.
-// Usage errors end the process with kExitUsage, reported by one rank only.
+// Usage errors end the process through tools::usage_error (usage.hpp), reported by one rank only.
 #pragma once
 
 #include <hcomm/hcomm.hpp>
@@ -8,10 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
-constexpr int kExitWrong = 1;  // also: a library error
-constexpr int kExitUsage = 2;
+constexpr int kExitWrong = 1;  // also: a library error; bad usage: tools::kExitUsage
 
 struct Options {
   std::string op = "allreduce";
@@ -33,16 +32,11 @@ struct Options {
   double duration_s = 0;  // -T: > 0 runs the first size back to back this long, not the sweep
 };
 
-// Usage errors are reported by one rank only: every rank parses the same arguments. The rank is
-// read from the launcher's environment because the communicator does not exist yet.
-bool is_lead_rank();
-
-[[noreturn]] void usage_error(const std::string& msg);
-
-// Exits on a usage error, and after printing the usage text for -h.
+// Exits on a usage error (an unknown operation, an algorithm it does not have, ...), and after
+// printing the usage text for -h.
 Options parse_options(int argc, char** argv);
 
 // The sizes to run, nccl-tests' loop: from -b while <= -e, times -f or plus -i.
 std::vector<size_t> size_sweep(const Options& o);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

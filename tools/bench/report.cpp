@@ -10,11 +10,10 @@
 
 #include "json_writer.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using tools::JsonWriter;
 
 }  // namespace
 
@@ -202,4 +201,4 @@ bool Report::write_json_timed(FILE* f, const std::string& common) const {
   return std::ferror(f) == 0;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

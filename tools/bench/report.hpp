@@ -13,7 +13,7 @@
 #include "bench/options.hpp"
 #include "bench/runner.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 // A progress bar on stderr, only when it is a terminal; erased before each row is printed.
 class Progress {
@@ -63,4 +63,4 @@ class Report {
   int64_t timed_wrong_ = -1;
 };
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

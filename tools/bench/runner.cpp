@@ -1,6 +1,6 @@
 // Per size: warm-up iterations, a barrier, then timed iterations back to back, each timed alone on
 // every rank; a rank's time is its median iteration, the reported time the slowest rank's median.
-// The check then runs the operation once more on a deterministic input (see reference.hpp).
+// The check then runs the operation once more on a deterministic input (see inputs.hpp).
 // Tenant mode (run_timed) runs one size back to back for a duration instead.
 #include "bench/runner.hpp"
 
@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "bench/elements.hpp"
+#include "reference/elements.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -145,12 +145,13 @@ Buffers Runner::allocate(const Case& c) const {
 // Inputs get the pattern; with `sentinels`, results get a value they must overwrite (only the
 // check needs that, and computing it costs a reference per element).
 void Runner::fill(const Case& c, const Buffers& b, bool sentinels) const {
-  for (size_t k = 0; k < b.send_elems; ++k) store(c.dtype, b.send, k, spec_.send_value(c, k));
+  for (size_t k = 0; k < b.send_elems; ++k)
+    reference::store(c.dtype, b.send, k, spec_.send_value(c, k));
   const bool recv_is_input = spec_.recv_is_root_input && c.rank == c.root;
   if (!recv_is_input && !sentinels) return;
   for (size_t k = 0; k < b.recv_elems; ++k) {
-    const double want = spec_.expected(c, k);
-    store(c.dtype, b.recv, k, recv_is_input ? want : sentinel(c, want));
+    const double want = spec_.expected(c, k).value;
+    reference::store(c.dtype, b.recv, k, recv_is_input ? want : sentinel(c, want));
   }
 }
 
@@ -327,10 +328,10 @@ int64_t Runner::check(const Case& c, const Buffers& b) {
   run_once(c, b);
   int64_t wrong = 0, total = 0;
   for (size_t k = 0; k < b.recv_elems; ++k)
-    if (!matches(c, load(c.dtype, b.recv, k), spec_.expected(c, k))) ++wrong;
+    if (!reference::matches(spec_.expected(c, k), reference::load(c.dtype, b.recv, k))) ++wrong;
   Status st = comm_.allreduce(&wrong, &total, 1, DataType::int64, ReduceOp::sum);
   if (!st.ok()) fail("allreduce of the wrong counts", st);
   return total;
 }
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

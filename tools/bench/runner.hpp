@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "bench/inputs.hpp"
 #include "bench/op_table.hpp"
 #include "bench/options.hpp"
-#include "bench/reference.hpp"
 
-namespace hcomm::bench {
+namespace hcomm::tools::bench {
 
 struct Row {
   size_t bytes = 0, count = 0;
@@ -78,4 +78,4 @@ class Runner {
   Case base_;
 };
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 Window window(const std::string& name, double from_s, double to_s, const RunRecord& rec,
@@ -84,4 +84,4 @@ Analysis analyze(const FaultPlan& plan, const RunRecord& rec, const FailoverStat
   return a;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -13,7 +13,7 @@
 #include "chaos/fault_plan.hpp"
 #include "chaos/runner.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 /// A LinkEvent with its time from the start.
 struct TimedEvent {
@@ -61,4 +61,4 @@ Analysis analyze(const FaultPlan& plan, const RunRecord& rec, const FailoverStat
 /// Whether an event of this kind says that a fault was noticed.
 bool is_detection(LinkEvent::Kind kind);
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

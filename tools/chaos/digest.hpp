@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 class Fnv1a64 {
  public:
@@ -24,4 +24,4 @@ class Fnv1a64 {
   uint64_t h_ = 0xcbf29ce484222325ULL;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

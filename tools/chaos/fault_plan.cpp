@@ -4,15 +4,15 @@
 #include "chaos/fault_plan.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 
 #include "chaos/format.hpp"
 #include "chaos/options.hpp"
+#include "core/parse.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 using Fields = std::map<std::string, std::string>;
@@ -46,19 +46,17 @@ Fields split_fields(const std::string& what, const std::string& spec,
 }
 
 double seconds_field(const std::string& what, const Fields& f, const std::string& key) {
-  auto v = parse_non_negative(f.at(key));
+  auto v = parse_seconds(f.at(key));
   if (!v || *v > 1e6)
     usage_error(what + ": " + key + "='" + f.at(key) + "' is not a number of seconds >= 0");
   return *v;
 }
 
 int rank_field(const std::string& what, const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || *end != '\0' || v < 0 || v > (1 << 30))
+  const auto v = core::parse_integer(text);
+  if (!v || *v < 0 || *v > (1 << 30))
     usage_error(what + ": " + key + "='" + text + "' is not a rank");
-  return static_cast<int>(v);
+  return static_cast<int>(*v);
 }
 
 Fault parse_fault(const std::string& label, const std::string& spec) {
@@ -107,21 +105,21 @@ std::vector<Fault> parse_flap(int number, const std::string& spec) {
   for (const char* key : {"start", "period", "count", "down", "up"})
     if (!f.count(key)) usage_error(what + " '" + spec + "': needs " + key + "=");
   const double start = seconds_field(what, f, "start");
-  auto period_ms = parse_non_negative(f["period"]);
+  auto period_ms = parse_ms(f["period"]);
   if (!period_ms || *period_ms < 2 || *period_ms > 1e9)
     usage_error(what + ": period='" + f["period"] + "' is not a number of milliseconds >= 2");
   double down_ms = *period_ms / 2;
   if (f.count("down_for")) {
-    auto d = parse_non_negative(f["down_for"]);
+    auto d = parse_ms(f["down_for"]);
     if (!d || *d < 1 || *d >= *period_ms)
       usage_error(what + ": down_for='" + f["down_for"] +
                   "' is not a number of milliseconds >= 1 and below the period");
     down_ms = *d;
   }
-  char* end = nullptr;
-  const long count = std::strtol(f["count"].c_str(), &end, 10);
-  if (f["count"].empty() || *end != '\0' || count < 1 || count > 100000)
+  const auto parsed_count = core::parse_integer(f["count"]);
+  if (!parsed_count || *parsed_count < 1 || *parsed_count > 100000)
     usage_error(what + ": count='" + f["count"] + "' is not a number 1..100000");
+  const long count = static_cast<long>(*parsed_count);
   if (f["down"].empty() || f["up"].empty()) usage_error(what + ": down= and up= need commands");
   std::vector<Fault> out;
   for (long k = 0; k < count; ++k) {
@@ -221,4 +219,4 @@ bool FaultPlan::is_victim(size_t i, int rank) const {
   return f.kind != Fault::Kind::command && f.target == rank;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

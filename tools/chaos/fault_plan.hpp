@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 struct Fault {
   enum class Kind {
@@ -58,4 +58,4 @@ class FaultPlan {
   std::vector<Fault> faults_;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

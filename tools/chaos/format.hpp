@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 __attribute__((format(printf, 1, 2))) inline std::string format(const char* fmt, ...) {
   va_list args;
@@ -20,4 +20,4 @@ __attribute__((format(printf, 1, 2))) inline std::string format(const char* fmt,
   return out;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

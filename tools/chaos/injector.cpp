@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 // A command that runs longer than this is killed and counts as failed: the schedule must go on.
@@ -197,4 +197,4 @@ Injection Injector::send_signal(int rank, int sig) {
   return done;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

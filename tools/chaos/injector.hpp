@@ -14,7 +14,7 @@
 
 #include "chaos/fault_plan.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 /// One thing the injector did (or failed to do).
 struct Injection {
@@ -77,4 +77,4 @@ class Injector {
   bool stopping_ = false;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -8,7 +8,7 @@
 
 #include "chaos/options.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 class InputPattern {
  public:
@@ -35,4 +35,4 @@ class InputPattern {
   uint64_t seed_;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -1,13 +1,13 @@
 // hcomm-chaos's command line: getopt_long parsing, checked strictly (a bad value is a usage
 // error, never a guess), and the usage text with examples.
 #include "chaos/options.hpp"
-#include "byte_count.hpp"
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,10 +15,14 @@
 
 #include <hcomm/hcomm.hpp>
 
-namespace hcomm::chaos {
+#include "algorithm_names.hpp"
+#include "core/parse.hpp"
+
+namespace hcomm::tools::chaos {
 namespace {
 
-const char kUsage[] =
+// The usage text; the algorithms come from the library (algorithm_names.hpp).
+const char kUsageHead[] =
     "usage: hcomm-chaos [OP] [options]   (under a launcher: hcomm-run -n N hcomm-chaos ...)\n"
     "Runs a collective in a loop while injecting faults on a schedule, verifies every result\n"
     "and reports failovers, detection and recovery times and throughput before, during and\n"
@@ -26,7 +30,7 @@ const char kUsage[] =
     "\n"
     "OP: allreduce (default, float32 sum), broadcast, allgather\n"
     "Workload:\n"
-    "  -b, --bytes N          size of one operation (default 1M; K, M, G suffixes x1024):\n"
+    "  -b, --bytes N          size of one operation (default 1M; 4096, 64K, 64KiB, 1M: x1024):\n"
     "                         the buffer; for allgather the gathered buffer, as in hcomm-bench\n"
     "  -n, --iters N          run N iterations (every rank does the same N)\n"
     "  -s, --seconds S        or run for S seconds (default 10; the ranks agree when to stop)\n"
@@ -39,8 +43,11 @@ const char kUsage[] =
     "                         result (FNV-1a 64) is printed for --expect-digest\n"
     "      --seed N           seed of the inputs (default 1)\n"
     "  -r, --root R           broadcast root (default 0)\n"
-    "  -a, --algo A           force the algorithm (ring, tree, rd, hd, hier, direct, auto): two\n"
-    "                         runs compared by digest must reduce in the same order\n"
+    "  -a, --algo A           force the algorithm (auto: the library's choice): two runs\n"
+    "                         compared by digest must reduce in the same order. By operation:\n";
+const char kUsageTail[] =
+    "Times and durations are numbers in the unit the option names, or carry their own (us, ms,\n"
+    "s, m): -s 90 and -s 1.5m, --max-op-ms 2000 and --max-op-ms 2s are the same.\n"
     "Faults (times in seconds from the start, a barrier right before the loop):\n"
     "  --fault 'at=S,do=ACTION[,for=S][,undo=CMD][,rank=R]'   (repeatable)\n"
     "        ACTION: cmd:SHELL-COMMAND  run by /bin/sh on rank R (default 0); with for=, undo=\n"
@@ -106,26 +113,19 @@ const char kUsage[] =
     "  hcomm-run -n 2 hcomm-chaos -s 20 --expect-event pinned \\\n"
     "    --flap 'start=2,period=2000,down_for=400,count=6,down=sh down.sh,up=sh up.sh'\n";
 
-std::optional<uint64_t> parse_uint(const std::string& text, uint64_t max) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v > max) return std::nullopt;
-  return v;
-}
-
 uint64_t need_uint(const char* flag, const char* text, uint64_t min, uint64_t max) {
-  auto v = parse_uint(text, max);
-  if (!v || *v < min)
+  const auto v = core::parse_integer(text);
+  if (!v || *v < 0 || static_cast<uint64_t>(*v) < min || static_cast<uint64_t>(*v) > max)
     usage_error(std::string(flag) + ": expected a whole number in [" + std::to_string(min) + ", " +
                 std::to_string(max) + "], got '" + text + "'");
-  return *v;
+  return static_cast<uint64_t>(*v);
 }
 
 double need_ms(const char* flag, const char* text) {
-  auto v = parse_non_negative(text);
-  if (!v) usage_error(std::string(flag) + ": expected milliseconds >= 0, got '" + text + "'");
+  auto v = parse_ms(text);
+  if (!v)
+    usage_error(std::string(flag) + ": expected milliseconds >= 0 (250, 1.5s, ...), got '" + text +
+                "'");
   return *v;
 }
 
@@ -137,7 +137,11 @@ bool known_event(const std::string& kind) {
   return false;
 }
 
-constexpr const char* kAlgos[] = {"ring", "tree", "rd", "hd", "hier", "direct", "auto"};
+const std::vector<std::string> kOps = {"allreduce", "broadcast", "allgather"};
+
+std::string usage_text() {
+  return kUsageHead + algorithm_help(kOps, 25) + kUsageTail;
+}
 
 enum LongOnly : int {
   kSeed = 256,
@@ -157,25 +161,16 @@ enum LongOnly : int {
 
 }  // namespace
 
-bool is_lead_rank() {
-  const char* rank = std::getenv("HCOMM_RANK");
-  if (rank == nullptr) rank = std::getenv("RANK");
-  if (rank == nullptr) rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank == nullptr) rank = std::getenv("SLURM_PROCID");
-  return rank == nullptr || std::strcmp(rank, "0") == 0;
+std::optional<double> parse_seconds(const std::string& text) {
+  const auto d = core::parse_duration(text, std::chrono::seconds(1));
+  if (!d) return std::nullopt;
+  return std::chrono::duration<double>(*d).count();
 }
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  if (is_lead_rank()) std::fprintf(stderr, "hcomm-chaos: %s (-h for help)\n", msg.c_str());
-  std::exit(kExitUsage);
-}
-
-std::optional<double> parse_non_negative(const std::string& text) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
-  return v;
+std::optional<double> parse_ms(const std::string& text) {
+  const auto d = core::parse_duration(text, std::chrono::milliseconds(1));
+  if (!d) return std::nullopt;
+  return std::chrono::duration<double, std::milli>(*d).count();
 }
 
 Options parse_options(int argc, char** argv) {
@@ -210,18 +205,22 @@ Options parse_options(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, ":b:n:s:i:d:r:a:J:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b': {
-        auto v = tools::parse_byte_count(optarg);
-        if (!v || *v == 0) usage_error(std::string("-b: not a size > 0: '") + optarg + "'");
-        o.bytes = *v;
+        const auto v = core::parse_bytes(optarg);
+        if (!v || *v == 0 || *v > std::numeric_limits<size_t>::max())
+          usage_error(
+              std::string("-b: expected a byte count > 0 (4096, 64K, 64KiB, 1M, ...), got '") +
+              optarg + "'");
+        o.bytes = static_cast<size_t>(*v);
         break;
       }
       case 'n':
         o.iters = need_uint("-n", optarg, 1, uint64_t{1} << 40);
         break;
       case 's': {
-        auto v = parse_non_negative(optarg);
+        const auto v = parse_seconds(optarg);
         if (!v || *v <= 0 || *v > 1e6)
-          usage_error(std::string("-s: expected seconds > 0, got '") + optarg + "'");
+          usage_error(std::string("-s: expected seconds > 0 (10, 2.5, 500ms, ...), got '") +
+                      optarg + "'");
         o.seconds = *v;
         seconds_given = true;
         break;
@@ -239,20 +238,14 @@ Options parse_options(int argc, char** argv) {
         }
         break;
       case kSeed:
-        o.seed = need_uint("--seed", optarg, 0, std::numeric_limits<uint64_t>::max());
+        o.seed = need_uint("--seed", optarg, 0, std::numeric_limits<int64_t>::max());
         break;
       case 'r':
         o.root = static_cast<int>(need_uint("-r", optarg, 0, 1 << 30));
         break;
-      case 'a': {
-        bool known = false;
-        for (const char* a : kAlgos) known = known || std::strcmp(a, optarg) == 0;
-        if (!known)
-          usage_error(std::string("-a: unknown algorithm '") + optarg +
-                      "' (ring, tree, rd, hd, hier, direct, auto)");
-        o.algo = optarg;
+      case 'a':
+        o.algo = optarg;  // checked once the operation is known
         break;
-      }
       case kFault:
         o.faults.emplace_back(optarg);
         break;
@@ -307,8 +300,7 @@ Options parse_options(int argc, char** argv) {
         o.json_path = optarg;
         break;
       case 'h':
-        if (is_lead_rank()) std::fputs(kUsage, stdout);
-        std::exit(0);
+        print_help(usage_text());
       case ':':
         usage_error(std::string(argv[optind - 1]) + " needs a value");
       default:
@@ -317,12 +309,13 @@ Options parse_options(int argc, char** argv) {
   }
   if (optind < argc) o.op = argv[optind++];
   if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o.op != "allreduce" && o.op != "broadcast" && o.op != "allgather")
+  if (std::find(kOps.begin(), kOps.end(), o.op) == kOps.end())
     usage_error("unknown operation '" + o.op + "' (allreduce, broadcast, allgather)");
+  if (!o.algo.empty()) check_algorithm("-a", o.op, o.algo);
   if (o.iters != 0 && seconds_given) usage_error("give --iters or --seconds, not both");
   if (o.expect_digest && o.iters == 0)
     usage_error("--expect-digest needs --iters: two runs compare the same iterations");
   return o;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

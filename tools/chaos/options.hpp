@@ -1,6 +1,6 @@
 // hcomm-chaos's command line: the workload, the faults (as written; fault_plan.hpp reads them),
-// the checks that decide the exit status, and the usage text. Usage errors end the process with
-// kExitUsage, reported by one rank only (every rank parses the same arguments).
+// the checks that decide the exit status, and the usage text. Usage errors end the process through
+// tools::usage_error (usage.hpp), reported by one rank only (every rank parses the same arguments).
 #pragma once
 
 #include <cstddef>
@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
-namespace hcomm::chaos {
+#include "usage.hpp"
+
+namespace hcomm::tools::chaos {
 
 constexpr int kExitFailed = 1;  // a check failed, a result was wrong, an operation failed
-constexpr int kExitUsage = 2;
 
 enum class DataMode {
   exact,   ///< small integers: every rank computes the exact expected result
@@ -50,16 +51,14 @@ struct Options {
   std::string json_path;
 };
 
-/// Whether this process is rank 0 (or not under a launcher): the one that reports usage errors.
-/// Read from the environment because the communicator does not exist yet.
-bool is_lead_rank();
-
-[[noreturn]] void usage_error(const std::string& msg);
-
 /// Exits on a usage error, and after printing the usage text for -h.
 Options parse_options(int argc, char** argv);
 
-/// A finite decimal number >= 0 (seconds, milliseconds); nullopt otherwise.
-std::optional<double> parse_non_negative(const std::string& text);
+/// A duration as core::parse_duration reads it ("2.5", "2.5s", "500ms"), in seconds; a bare
+/// number is seconds. nullopt for anything else.
+std::optional<double> parse_seconds(const std::string& text);
 
-}  // namespace hcomm::chaos
+/// The same in milliseconds; a bare number is milliseconds ("250", "1.5s").
+std::optional<double> parse_ms(const std::string& text);
+
+}  // namespace hcomm::tools::chaos

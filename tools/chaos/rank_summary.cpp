@@ -5,7 +5,7 @@
 #include <limits>
 #include <memory>
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 constexpr size_t kFixedFields = 14 + kEventKinds;
@@ -146,4 +146,4 @@ std::optional<Gathered> gather_all(Communicator& comm, const RankSummary& mine,
   return g;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -15,7 +15,7 @@
 #include "chaos/analysis.hpp"
 #include "chaos/runner.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 constexpr size_t kEventKinds = 7;  ///< LinkEvent::Kind has 7 values, 0..6
 
@@ -49,4 +49,4 @@ std::optional<Gathered> gather_all(Communicator& comm, const RankSummary& mine,
                                    const std::string& my_json, bool with_json, size_t faults,
                                    std::chrono::milliseconds limit);
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

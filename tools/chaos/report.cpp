@@ -9,9 +9,7 @@
 #include "chaos/format.hpp"
 #include "json_writer.hpp"
 
-namespace hcomm::chaos {
-
-using tools::JsonWriter;
+namespace hcomm::tools::chaos {
 namespace {
 
 std::string ms_or_dash(double ms) {
@@ -329,4 +327,4 @@ bool Report::write_json(const std::string& path, const std::vector<std::string>&
   return true;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -16,7 +16,7 @@
 #include "chaos/verdict.hpp"
 #include "chaos/workload.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 class Report {
  public:
@@ -50,4 +50,4 @@ class Report {
   std::string algorithm_;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -9,7 +9,7 @@
 
 #include "chaos/digest.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 namespace {
 
 constexpr size_t kMismatchesKept = 10;
@@ -201,4 +201,4 @@ RunRecord Runner::run() {
   return rec;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -15,7 +15,7 @@
 #include "chaos/options.hpp"
 #include "chaos/workload.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 struct IterationTime {
   double start_s = 0, end_s = 0;  ///< from the start
@@ -88,4 +88,4 @@ class Runner {
   int32_t vote_send_[2] = {0, 0}, vote_recv_[2] = {0, 0};
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -6,7 +6,7 @@
 
 #include "chaos/format.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 bool Verdict::ok() const {
   return failures() == 0;
@@ -168,4 +168,4 @@ Verdict judge_job(const Options& o, const FaultPlan& plan,
   return out;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

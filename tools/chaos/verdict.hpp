@@ -15,7 +15,7 @@
 #include "chaos/rank_summary.hpp"
 #include "chaos/runner.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 struct Check {
   std::string name;
@@ -60,4 +60,4 @@ Verdict judge_job(const Options& o, const FaultPlan& plan,
 /// The time the PEER_LOST line compares with: --max-detect-ms, else HCOMM_PEER_TIMEOUT_MS.
 double peer_lost_bound_ms(const Options& o, const Config& config);
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

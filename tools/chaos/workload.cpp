@@ -4,7 +4,9 @@
 #include <cstring>
 #include <new>
 
-namespace hcomm::chaos {
+#include "reference/reduction.hpp"
+
+namespace hcomm::tools::chaos {
 namespace {
 
 constexpr uint32_t kSentinelBits = 0x7fc0deadu;  // a quiet NaN no operation produces
@@ -86,10 +88,11 @@ float Workload::expected(uint64_t it, size_t k) const {
   if (op_ == "broadcast") return pattern_.value(root_, it, k);
   if (op_ == "allgather") return pattern_.value(static_cast<int>(k / count_), it, k % count_);
   // Exact integers: any order gives this sum. Random data: only checked on <= 2 ranks, where
-  // a + b is the one possible result.
-  float sum = pattern_.value(0, it, k);
-  for (int r = 1; r < n_; ++r) sum += pattern_.value(r, it, k);
-  return sum;
+  // a + b, rounded once to float32, is the one possible result.
+  const double sum = reference::reduction(DataType::float32, ReduceOp::sum, n_, [&](int r) {
+                       return static_cast<double>(pattern_.value(r, it, k));
+                     }).value;
+  return static_cast<float>(reference::round_to(DataType::float32, sum));
 }
 
 std::optional<Mismatch> Workload::verify(uint64_t it) const {
@@ -105,4 +108,4 @@ std::optional<Mismatch> Workload::verify(uint64_t it) const {
   return bad;
 }
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

@@ -1,5 +1,6 @@
 // The collective that hcomm-chaos runs in a loop: its buffers, each iteration's input, starting
-// it, and checking its result against what every rank's inputs imply.
+// it, and checking its result, bit for bit, against what every rank's inputs imply
+// (hcomm_reference, reference/).
 #pragma once
 
 #include <hcomm/hcomm.hpp>
@@ -14,7 +15,7 @@
 #include "chaos/input_pattern.hpp"
 #include "chaos/options.hpp"
 
-namespace hcomm::chaos {
+namespace hcomm::tools::chaos {
 
 /// The first wrong element of one iteration's result, and how many were wrong.
 struct Mismatch {
@@ -62,4 +63,4 @@ class Workload {
   Buffer send_, recv_;
 };
 
-}  // namespace hcomm::chaos
+}  // namespace hcomm::tools::chaos

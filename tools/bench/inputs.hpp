@@ -1,12 +1,15 @@
-// One size of one operation (a Case): its geometry, the input every rank gets and the result it
-// must get back, computed here independently of the library.
+// One size of one operation (a Case): its geometry, the input every rank gets, and what each
+// element of the result must be, from hcomm_reference (reference/), independently of the
+// library.
 #pragma once
 
 #include <hcomm/hcomm.hpp>
 
 #include <cstddef>
 
-namespace hcomm::bench {
+#include "reference/reduction.hpp"
+
+namespace hcomm::tools::bench {
 
 struct Case {
   int rank = 0, n = 1, root = 0;
@@ -21,14 +24,17 @@ struct Case {
 // up to 256: sums of values in [-4, 4] stay exact up to 64 ranks). Products stay within +-2.
 double pattern(const Case& c, int r, size_t index);
 
-// Element `index` reduced over all ranks, with the library's documented semantics: integers wrap
-// in the element type, and integer avg divides the wrapped sum truncating toward zero.
-double reduced(const Case& c, size_t index);
+// Element `index` reduced over all ranks (reference::reduction of the pattern): integers wrap in
+// the element type, integer avg divides the wrapped sum truncating toward zero, and only a float
+// avg may be inexact.
+reference::Expectation reduced(const Case& c, size_t index);
 
-// Only a float avg can be inexact (one rounding of the quotient); everything else must be equal.
-bool matches(const Case& c, double got, double want);
+// What data movement must deliver: `v`, exactly.
+inline reference::Expectation exactly(double v) {
+  return {v, 0};
+}
 
 // A value the result must overwrite: NaN for floats, never equal to the expected integer else.
 double sentinel(const Case& c, double want);
 
-}  // namespace hcomm::bench
+}  // namespace hcomm::tools::bench
