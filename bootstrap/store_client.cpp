@@ -189,55 +189,30 @@ Status StoreClient::fail(Status st) {
   return st;
 }
 
-Status StoreClient::send_all(const std::string& bytes, Clock::time_point deadline) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t w = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (w > 0) {
-      off += static_cast<size_t>(w);
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd_, POLLOUT, 0};
-      int rc = poll(&p, 1, ms_left(deadline));
-      if (rc == 0) {
-        fail(Status(HCOMM_ERR_TRANSPORT, "the connection to the rendezvous root at " + root_ +
-                                             " was dropped after a send timed out"));
-        return Status(HCOMM_ERR_TIMEOUT,
-                      "the rendezvous root at " + root_ + " did not accept a request in time");
-      }
-      continue;
-    }
-    return fail(Status(HCOMM_ERR_TRANSPORT, "lost the connection to the rendezvous root at " +
-                                                root_ + " (" + strerror(errno) +
-                                                "): is rank 0 still running?"));
-  }
-  return Status();
-}
-
-Status StoreClient::recv_exact(char* buf, size_t n, Clock::time_point deadline) {
+Status StoreClient::transfer(Direction direction, char* buf, size_t n, Clock::time_point deadline) {
+  const bool sending = direction == Direction::send;
   size_t off = 0;
   while (off < n) {
-    ssize_t r = recv(fd_, buf + off, n - off, 0);
-    if (r > 0) {
-      off += static_cast<size_t>(r);
+    const ssize_t moved =
+        sending ? send(fd_, buf + off, n - off, MSG_NOSIGNAL) : recv(fd_, buf + off, n - off, 0);
+    if (moved > 0) {
+      off += static_cast<size_t>(moved);
       continue;
     }
-    if (r == 0) {
+    if (moved == 0)
       return fail(Status(HCOMM_ERR_TRANSPORT, "the rendezvous root at " + root_ +
                                                   " closed the connection: is rank 0 still "
                                                   "running?"));
-    }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd p{fd_, POLLIN, 0};
-      int rc = poll(&p, 1, ms_left(deadline));
-      if (rc == 0) {
-        fail(Status(HCOMM_ERR_TRANSPORT, "the connection to the rendezvous root at " + root_ +
-                                             " was dropped after a reply did not come in time"));
-        return Status(HCOMM_ERR_TIMEOUT,
-                      "the rendezvous root at " + root_ + " did not answer in time");
+      pollfd p{fd_, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
+      if (poll(&p, 1, ms_left(deadline)) == 0) {
+        fail(Status(HCOMM_ERR_TRANSPORT,
+                    "the connection to the rendezvous root at " + root_ + " was dropped after " +
+                        (sending ? "a send timed out" : "a reply did not come in time")));
+        return Status(HCOMM_ERR_TIMEOUT, "the rendezvous root at " + root_ + " did not " +
+                                             (sending ? "accept a request" : "answer") +
+                                             " in time");
       }
       continue;
     }
@@ -256,10 +231,11 @@ Status StoreClient::exchange(const std::string& request, Clock::time_point deadl
                                              " bytes is above the limit of " +
                                              std::to_string(kMaxFrameBytes));
   }
-  Status st = send_all(request, deadline);
+  Status st =
+      transfer(Direction::send, const_cast<char*>(request.data()), request.size(), deadline);
   if (!st.ok()) return st;
   char header[4];
-  st = recv_exact(header, sizeof(header), deadline);
+  st = transfer(Direction::receive, header, sizeof(header), deadline);
   if (!st.ok()) return st;
   uint32_t len = load_u32(header);
   if (len == 0 || len > kMaxFrameBytes) {
@@ -267,7 +243,7 @@ Status StoreClient::exchange(const std::string& request, Clock::time_point deadl
                                                 " bytes) from the rendezvous root at " + root_));
   }
   reply->resize(len);
-  return recv_exact(&(*reply)[0], len, deadline);
+  return transfer(Direction::receive, &(*reply)[0], len, deadline);
 }
 
 Status StoreClient::set(const std::string& key, const std::string& value) {

@@ -49,8 +49,11 @@ class StoreClient {
   /// Sends one request frame and reads the reply body into *reply, before `deadline`.
   Status exchange(const std::string& request, std::chrono::steady_clock::time_point deadline,
                   std::string* reply);
-  Status send_all(const std::string& bytes, std::chrono::steady_clock::time_point deadline);
-  Status recv_exact(char* buf, size_t n, std::chrono::steady_clock::time_point deadline);
+  enum class Direction { send, receive };
+  /// Sends or receives all `n` bytes at `buf` by `deadline`; a timeout or a broken connection
+  /// fails the client (later calls fail at once).
+  Status transfer(Direction direction, char* buf, size_t n,
+                  std::chrono::steady_clock::time_point deadline);
   /// Caches `st` as the connection's fatal error and returns it.
   Status fail(Status st);
 
