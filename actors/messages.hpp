@@ -4,8 +4,8 @@
 // and, under failover, a link supervisor actor (decides reconnections, fail-backs and peer loss
 // from what the peers' reliable channels report; failover/link_supervisor.hpp).
 // Operations never pass through a mailbox: the calling thread numbers and plans them and hands
-// the schedule to the progress engine as a descriptor — an actor hop (40-100 us here) would cost
-// ten times a small operation's whole latency.
+// the schedule to the progress engine as a descriptor: an application thread's round trip
+// through an actor costs many times a small operation's whole latency.
 //
 // This file: every message the actors exchange — the whole protocol in one place.
 #pragma once

@@ -55,8 +55,7 @@ Runtime::Runtime(const Config& cfg) : holder_(std::make_unique<SystemHolder>()) 
   // would compete with the progress engine and the application on small machines.
   holder_->config.set("scheduler.max-threads", static_cast<size_t>(cfg.actor_threads));
   // Work sharing: idle workers block on a condition variable. Work stealing's idle workers wake
-  // every 50 us–10 ms to poll, and each wake-up preempts a thread busy polling for a peer's
-  // bytes (hundreds per second, measured with strace during a benchmark).
+  // up periodically to poll, and each wake-up preempts a thread busy polling for a peer's bytes.
   holder_->config.set("scheduler.policy", caf::atom("sharing"));
   holder_->config.set("logger.verbosity", caf::atom("quiet"));
   holder_->system = std::make_unique<caf::actor_system>(holder_->config);

@@ -51,9 +51,8 @@ Status CommunicatorImpl::calibrate() {
         .wait(cfg_.op_timeout);
   };
   // One-way time of `bytes`: half the fastest round trip, measured on rank 0. Not the median:
-  // at creation the peer's threads are still settling and the noise only ever adds (medians of
-  // 8-byte trips over shared memory ranged from 6 to 29 us between runs, and rd got picked for
-  // 1-2 MiB where hd is 1.5x faster).
+  // at creation the peer's threads are still settling and the noise only ever adds, so medians
+  // vary between runs enough to change the algorithm chosen.
   auto one_way_us = [&](size_t bytes, int warmup, int rounds, double* out) -> Status {
     std::vector<std::byte> buf(bytes);
     std::vector<double> trips;

@@ -282,8 +282,8 @@ void SlotCollectives::drive(const core::Completion& c, Clock::time_point deadlin
       _mm_pause();
       continue;
     }
-    // On a busy host the rank this one waits for may need this very core: a yield costs
-    // ~0.3 us when nobody does, and saves the whole spin budget when somebody does.
+    // On a busy host the rank this one waits for may need this very core: a yield costs little
+    // when nobody does, and saves the whole spin budget when somebody does.
     std::this_thread::yield();
     const auto now = Clock::now();
     if (now >= deadline) return;

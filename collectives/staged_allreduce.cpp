@@ -62,9 +62,9 @@ void StagedAllreduce::begin(const Operation& op, uint64_t seq) {
   part_bytes_ = part_bytes_for(board_, bytes_);
   step_bytes_ = part_bytes_ * static_cast<size_t>(size_);
   steps_ = (bytes_ + step_bytes_ - 1) / step_bytes_;
-  // Measured on 2 ranks, alternated: staging everything first ran 2 MiB allreduces 1.1x faster
-  // (no rank then waits for a contribution) and 8-16 MiB ones 1.05-1.1x slower (running ahead
-  // of the reduction pushes its data out of cache).
+  // An operation that fits in the ring stages every step before reducing any, so no rank waits
+  // for a contribution; a larger one reduces first: running ahead of the reduction would push
+  // its data out of cache (README, "Shared memory within a host").
   contribute_first_ = steps_ * step_bytes_ <= SlotBoard::kStageBytes;
   contributed_ = reduced_ = consumed_ = 0;
   bases_known_ = false;

@@ -25,8 +25,7 @@ constexpr int64_t kLingerNs = 200 * 1000;
 // While a caller drives, the parked engine thread sleeps this long between looks. A caller that
 // leaves work in flight wakes it at once; what this bounds is the rare async operation posted
 // just after a caller stopped driving, with nobody waiting for it. Shorter costs the spinning
-// callers: every wake-up preempts one of them (200 us made small operations 20x slower, 1 ms
-// 13%, on 2 cores with 2 ranks).
+// callers: every wake-up preempts one of them where ranks share few cores.
 constexpr int64_t kParkCheckNs = 2 * 1000 * 1000;
 
 int64_t now_ns() {
@@ -63,7 +62,7 @@ void ProgressEngine::post(Task task, bool caller_drives) {
   if (caller_drives) return;
   // A parked engine thread is not woken: a caller drives (and drains the queue), or drove a
   // moment ago and the engine thread looks by itself within kLingerNs / kParkCheckNs. Waking it
-  // here, typically just before the poster waits and drives, costs that wait ~50 us.
+  // here, typically just before the poster waits and drives, would cost that wait a wake-up.
   if (sleeping_.exchange(false)) ring_doorbell();
 }
 

@@ -7,8 +7,8 @@
 //
 // Who runs it: the engine's own thread, or — while an application thread waits for a small
 // operation — that application thread itself (drive_until). Handing progress to the waiting
-// thread removes two sleep/wake-ups per operation (the engine's and the waiter's), which on
-// loopback TCP is the difference between ~28 and ~4 us a hop. Exactly one thread drives at a
+// thread removes two sleep/wake-ups per operation (the engine's and the waiter's): most of a
+// small operation's latency (README, "Using it"). Exactly one thread drives at a
 // time (the drive mutex), so everything the engine owns still sees a single thread at a time.
 // The engine thread, displaced by a caller, parks and stays parked for a short while after the
 // caller leaves, so a loop of blocking operations never wakes it.

@@ -40,8 +40,7 @@ constexpr size_t kPage = 4096;
 // ---- creation
 
 RdmaLink::RdmaLink(ProgressEngine& engine, LinkObserver& observer, Identity id,
-                   std::unique_ptr<QueuePairSet> qps, RdmaBufferMode buffers,
-                   UpCallback on_up)
+                   std::unique_ptr<QueuePairSet> qps, RdmaBufferMode buffers, UpCallback on_up)
     : MediumLink(observer, id, qps->name(), std::move(on_up)),
       engine_(engine),
       qps_(std::move(qps)),

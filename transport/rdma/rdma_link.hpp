@@ -118,7 +118,7 @@ class RdmaLink final : public MediumLink,
 
   ProgressEngine& engine_;
   std::unique_ptr<QueuePairSet> qps_;
-  const RdmaBufferMode buffers_;  // how payloads reach the NIC
+  const RdmaBufferMode buffers_;                   // how payloads reach the NIC
   std::vector<RegisteredRegion> staging_regions_;  // kStagingPerRegion slots each
   std::vector<std::byte*> staging_slots_;
   std::vector<uint32_t> staging_lkeys_;

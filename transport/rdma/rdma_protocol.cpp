@@ -90,8 +90,8 @@ std::unique_ptr<Link> RdmaProtocol::create_link(const LinkContext& context,
   std::unique_ptr<QueuePairSet> qps = std::move(it->second);
   prepared_.erase(it);
   MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
-  return std::make_unique<RdmaLink>(*engine_, *context.observer, id, std::move(qps), config_.rdma_buffers,
-                                    std::move(on_up));
+  return std::make_unique<RdmaLink>(*engine_, *context.observer, id, std::move(qps),
+                                    config_.rdma_buffers, std::move(on_up));
 }
 
 Expected<std::string> RdmaProtocol::offer(const LinkContext& context) {

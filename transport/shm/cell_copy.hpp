@@ -1,12 +1,10 @@
 // Copying payload into and out of ring cells. Not memcpy: glibc copies blocks of this size with
-// `rep movsb`, which on this AMD machine ran 2 MiB allreduces 20% slower than a plain vector loop
-// (the source lines sit in the other core's cache; GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_
-// threshold=4294967295 showed it before this file did).
+// `rep movsb`, which is slow when the source lines sit in the other core's cache, as ring cells
+// do; a plain vector loop is not.
 //
 // For a destination too large to stay in cache, non-temporal stores write it without first
-// reading every line in (a regular store's read-for-ownership): 1.4x faster than memcpy here
-// (21 vs 15 GB/s into a 64 MiB buffer). Only for large frames: a destination that fits in cache
-// is better left there for the application's next read.
+// reading every line in (a regular store's read-for-ownership). Only for large frames: a
+// destination that fits in cache is better left there for the application's next read.
 #pragma once
 
 #include <cstddef>

@@ -2,17 +2,14 @@
 // (non-temporal) ones, whichever this pair of cores does faster right now.
 //
 // Why both: an ordinary store into a cell line the consumer still caches from the ring's last lap
-// must first take the line from the consumer's cache. On this VM that is cheap one minute and
-// ruinous the next (probably as the host places the two vCPUs on cores that do or do not share a
-// cache, for seconds at a time). Measured on 2 ranks: the same 2 MiB of cells took 60 us to write
-// one minute and 1000 us the next (4 MiB allreduce: 300 us against 2500 us), while Open MPI,
-// copying from clean lines of the peer's buffer, kept its 600 us. Streaming stores do not wait for
-// the consumer's copy: 160 us either way, but the consumer then reads the cell from memory, so
-// they lose when the cores are close (4 MiB allreduce: 650 us against 300 us). So the writer times
-// full cells in both modes and uses the faster, trying the other on one full cell in kExploreEvery
-// to notice when the state changes. Cells smaller than kMinStreamBytes are always written with
-// ordinary stores: the consumer reads them at once, a small message's latency is what matters,
-// and timing them says little.
+// must first take the line from the consumer's cache, which costs little when the two cores share
+// a cache and a great deal when they do not — and a VM's vCPUs move between the two for seconds
+// at a time. Streaming stores do not wait for the consumer's copy, but the consumer then reads the
+// cell from memory, so they lose when the cores are close. So the writer times full cells in both
+// modes and uses the cheaper, trying the other on one full cell in kExploreEvery to notice when
+// the state changes (README, "Shared memory within a host", has the figures). Cells smaller than
+// kMinStreamBytes are always written with ordinary stores: the consumer reads them at once, a small
+// message's latency is what matters, and timing them says little.
 #pragma once
 
 #include <algorithm>
@@ -35,9 +32,7 @@ class CellStoreChooser {
   enum class Mode : uint8_t { cached = 0, streaming = 1 };
   static constexpr uint32_t kExploreEvery = 128;
   /// Streaming must write cells this many times faster to be used: the consumer then reads them
-  /// from memory, which its copy pays for and this timing does not see. Measured per 32 KiB cell
-  /// with the cores close: ordinary 0.7-2.8 us, streaming 1.1-3 us, and the allreduce twice as
-  /// slow streamed; far apart, ordinary 13 us against streaming 1.3 us.
+  /// from memory, which its copy pays for and this timing does not see.
   static constexpr uint64_t kStreamingAdvantage = 3;
 
   /// The mode to write the next full cell in: each mode first once, then the one with the lower

@@ -30,7 +30,7 @@ class SharedSegment {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   /// Maps the pages of [offset, offset + bytes) into this process now, so that its first use of
-  /// each costs no page fault (a 32 KiB copy through fresh pages took 18.6 us instead of 0.8).
+  /// each costs no page fault on a collective's path.
   void prefault(size_t offset, size_t bytes) const;
 
  private:

@@ -23,7 +23,7 @@ namespace hcomm::transport::shm {
 /// What a rank put in one slot for operation `seq`. `seq` is written last (release): a reader
 /// that sees its operation's number sees everything else too. The slot's data follows at once,
 /// in the same cache line: a reader of up to 24 bytes takes one line from the writer's core, not
-/// two one after the other (8-byte allreduce on 2 ranks: 0.4 instead of 0.5 us).
+/// two one after the other.
 struct SlotHeader {
   std::atomic<uint32_t> seq{0};      ///< low 32 bits of the slot operation number; futex word
   std::atomic<uint32_t> waiters{0};  ///< readers asleep on `seq` (writer wakes them)
@@ -84,10 +84,9 @@ class SlotBoard {
   static constexpr size_t kSlotBytes = 16 * 1024;
   static constexpr int kMaxRanks = 256;  ///< larger one-host communicators go without a board
   /// Each rank's staging ring. Steps of one part per rank go one after another through it, so a
-  /// line is written again only 2 MiB later, once the reader's core no longer holds it (rewriting
-  /// lines the other core holds cost 64 KiB allreduces 2-3x). Parts are at most
-  /// kStageBytes / (kStageSteps * size()) bytes: measured on 2 ranks, 4 steps of 2 x 256 KiB in
-  /// flight ran 1-16 MiB allreduces fastest (smaller parts cost more hand-overs between cores).
+  /// line is written again only a ring later, once the reader's core no longer holds it. Parts
+  /// are at most kStageBytes / (kStageSteps * size()) bytes (smaller parts cost more hand-overs
+  /// between cores; the sizes won the README's alternated sweeps).
   static constexpr size_t kStageBytes = 2 << 20;
   static constexpr uint32_t kStageSteps = 4;
   /// Larger boards have no staging areas: their parts would be small (32 KiB at 16 ranks).
