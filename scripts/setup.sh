@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make pkg-config procps libcaf-dev libboost-dev libzstd-dev doctest-dev
+packages=(g++ cmake make pkg-config procps clang-format libcaf-dev libboost-dev libzstd-dev doctest-dev
           libibverbs-dev librdmacm-dev libhwloc-dev python3 iproute2 util-linux)
 missing=()
 for p in "${packages[@]}"; do
