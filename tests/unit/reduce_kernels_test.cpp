@@ -416,13 +416,24 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
 }
 
 TEST_CASE("count 0 touches nothing, not even null pointers") {
+  // Null pointers: a crash fails the case. Real buffers: every byte must stay as it was.
+  constexpr uint8_t kFill = 0x5a;
+  std::vector<uint8_t> dst(64, kFill), a(64, 0x11), b(64, 0x22);
   for (DataType t : kTypes) {
+    const std::string dtype = hcomm::dtype_name(t);
+    CAPTURE(dtype);
     for (ReduceOp op : kOps) {
       collectives::reduce(nullptr, nullptr, nullptr, 0, t, op);
       collectives::reduce_into(nullptr, nullptr, 0, t, op);
+      collectives::reduce(dst.data(), a.data(), b.data(), 0, t, op);
+      collectives::reduce_into(dst.data() + 8, b.data(), 0, t, op);
     }
     collectives::finalize_average(nullptr, 0, t, 4);
+    collectives::finalize_average(dst.data() + 16, 0, t, 4);
+    CHECK(std::count(dst.begin(), dst.end(), kFill) == 64);
   }
+  CHECK(std::count(a.begin(), a.end(), uint8_t{0x11}) == 64);
+  CHECK(std::count(b.begin(), b.end(), uint8_t{0x22}) == 64);
 }
 
 TEST_CASE("an invalid dtype or op writes nothing") {
