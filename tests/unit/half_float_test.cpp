@@ -14,6 +14,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/unit/facility.hpp"
+
 namespace {
 
 using hcomm::collectives::bfloat16_to_float;
@@ -199,10 +201,10 @@ TEST_CASE("float_to_half matches a reference rounding at every midpoint and on s
 }
 
 TEST_CASE("the half conversions agree with F16C bit for bit") {
-  if (!cpu_has_f16c()) {
-    MESSAGE("this CPU has no F16C; skipped");
+  if (!hcomm_test::require_facility("F16C", cpu_has_f16c(),
+                                    "an x86-64 CPU with F16C (Intel Ivy Bridge, AMD Piledriver "
+                                    "or later)"))
     return;
-  }
   for (uint32_t h = 0; h <= 0xffff; ++h) {
     const uint16_t hh = static_cast<uint16_t>(h);
     if (to_bits(half_to_float(hh)) != to_bits(f16c_half_to_float(hh))) {

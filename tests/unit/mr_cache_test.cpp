@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/facility.hpp"
 #include "transport/rdma/mr_cache.hpp"
 #include "transport/rdma/unmap_monitor.hpp"
 
@@ -127,12 +128,14 @@ char* map_anonymous(size_t bytes, void* where = nullptr) {
   return static_cast<char*>(p);
 }
 
+/// The unmap-monitor cases need userfaultfd: skipped without it (failed under CI).
 bool monitor_usable() {
   auto& monitor = UnmapMonitor::instance();
-  if (!monitor.available())
-    MESSAGE(
-        "userfaultfd unavailable, unmap-monitor checks skipped: " << monitor.unavailable_reason());
-  return monitor.available();
+  const std::string& why = monitor.unavailable_reason();
+  return hcomm_test::require_facility(
+      "userfaultfd", monitor.available(),
+      "userfaultfd with unmap events: root, or vm.unprivileged_userfaultfd=1, on Linux >= 4.11" +
+          (why.empty() ? std::string() : " (here: " + why + ")"));
 }
 
 }  // namespace

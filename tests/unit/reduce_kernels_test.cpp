@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include "collectives/half_float.hpp"
+#include "tests/unit/facility.hpp"
 
 namespace {
 
@@ -503,10 +504,11 @@ TEST_CASE("finalize_average matches the reference for every dtype and rank count
 }
 
 TEST_CASE("the AVX2/F16C and the baseline kernels agree bit for bit") {
-  if (!collectives::internal::has_avx2_f16c()) {
-    MESSAGE("this CPU lacks AVX2 or F16C: only the baseline kernels are in use");
+  // Without them only the baseline kernels are in use: nothing to compare.
+  if (!hcomm_test::require_facility("AVX2+F16C", collectives::internal::has_avx2_f16c(),
+                                    "an x86-64 CPU with AVX2 and F16C (Intel Haswell, AMD "
+                                    "Excavator or later)"))
     return;
-  }
   std::mt19937_64 rng(5);
   for (DataType t : kTypes) {
     const size_t size = hcomm::dtype_size(t);
