@@ -8,7 +8,7 @@
 #       names of the namespaces (transport_probe); hcomm-info groups the hosts the same way;
 #   (b) the collective matrix passes in that layout;
 #   (c) hcomm-bench allreduce at 2 MiB sends fewer bytes across hosts with -a hier than -a ring.
-# Needs root and `ip netns`; otherwise prints SKIP and exits 77.
+# Needs root and `ip netns`; otherwise skipped (77), or failed under CI (tests/skip.sh).
 #
 # Wiring (tests/netns/veth_hosts.sh): namespaces hcomm-$$-a and hcomm-$$-b joined by the veth
 # pair hcv$$ with 10.77.0.1/24 and 10.77.0.2/24 (the pair lives only inside the two namespaces,
@@ -26,13 +26,12 @@
 set -u
 run=$1 info=$2 probe=$3 matrix=$4 bench=$5
 
-skip() { echo "************ SKIP netns_hosts: $* ************"; exit 77; }
+name=netns_hosts
 fail() { echo "netns_hosts: FAIL: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
-for tool in ip nsenter unshare python3 timeout; do
-  command -v "$tool" > /dev/null || skip "'$tool' is not installed"
-done
+# shellcheck source=../skip.sh
+. "$(dirname "$0")/../skip.sh"
+require_root "to create network namespaces"
+require_tools ip nsenter unshare python3 timeout
 
 # shellcheck source=../netns/veth_hosts.sh
 . "$(dirname "$0")/../netns/veth_hosts.sh"
