@@ -21,7 +21,8 @@
 # 3. The script checks that the management interface carried the traffic during the cut (> 1 MB
 #    sent on it in host A, against ~heartbeats in the fault-free run), that each rank printed its
 #    move to tcp-fallback and back, and that the nftables table is gone.
-# Needs root, ip netns, nsenter, unshare, nft; otherwise SKIP (77). ~20 s.
+# Needs root, ip netns, nsenter, unshare, nft; otherwise skipped (77), or failed under CI
+# (tests/skip.sh). ~20 s.
 #
 # Usage: chaos_fabric_cut.sh HCOMM_RUN HCOMM_CHAOS
 set -u
@@ -29,7 +30,6 @@ run=$1 chaos=$2
 here=$(cd "$(dirname "$0")" && pwd)
 name=chaos_fabric_cut
 
-skip() { echo "************ SKIP $name: $* ************"; exit 77; }
 fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 # shellcheck source=two_hosts.sh
 . "$here/two_hosts.sh"

@@ -18,7 +18,8 @@
 # +150-250 ms into each drop, failbacks ~1.3 s after them).
 # Checks (hcomm-chaos): digest equal to a fault-free run's; at most limit + 1 = 4 failovers on
 # each rank; a "pinned" event; traffic on "tcp-fallback" at the end; no operation over 10 s.
-# Needs root, ip netns, nsenter, unshare, nft; otherwise SKIP (77). ~25 s.
+# Needs root, ip netns, nsenter, unshare, nft; otherwise skipped (77), or failed under CI
+# (tests/skip.sh). ~25 s.
 #
 # Usage: chaos_flapping.sh HCOMM_RUN HCOMM_CHAOS
 set -u
@@ -26,7 +27,6 @@ run=$1 chaos=$2
 here=$(cd "$(dirname "$0")" && pwd)
 name=chaos_flapping
 
-skip() { echo "************ SKIP $name: $* ************"; exit 77; }
 fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 # shellcheck source=two_hosts.sh
 . "$here/two_hosts.sh"

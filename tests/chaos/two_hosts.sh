@@ -9,8 +9,9 @@
 # One HCOMM_SOCKET_IFNAME (fabric) and one HCOMM_FALLBACK_IFNAME (mgmt) serve every rank; the
 # namespaces and pairs are made by tests/netns/veth_hosts.sh.
 #
-# The caller defines skip() and fail() first. Functions:
-#   two_hosts_require        skips (77) unless root with ip, nsenter, unshare, nft and timeout
+# The caller sets $name and defines fail() first; skip() comes from tests/skip.sh. Functions:
+#   two_hosts_require        skips (77; fails under CI) unless root with ip, nsenter, unshare,
+#                            nft and timeout
 #   tx_bytes NS IFACE        bytes sent so far on IFACE in namespace NS
 #   two_hosts_start TAG      all a fabric-fault test needs first (the caller sets $name): the
 #                            two hosts hc-TAG-a and hc-TAG-b ($ns_a, $ns_b), $dir (removed at
@@ -20,17 +21,16 @@
 #                            that loads it) and the environment that puts the primary links on
 #                            the fabric and the fallback on the management network
 #   chaos_digest LOG         the digest of hcomm-chaos' results in LOG (fails the test without)
+# shellcheck source=../skip.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../skip.sh"
 # shellcheck source=../netns/veth_hosts.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../netns/veth_hosts.sh"
 fabric_a=10.78.0.1 fabric_b=10.78.0.2
 mgmt_a=10.79.0.1 mgmt_b=10.79.0.2
 
 two_hosts_require() {
-  [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
-  local tool
-  for tool in ip nsenter unshare nft timeout; do
-    command -v "$tool" > /dev/null || skip "'$tool' is not installed"
-  done
+  require_root "to create network namespaces"
+  require_tools ip nsenter unshare nft timeout
 }
 
 tx_bytes() {

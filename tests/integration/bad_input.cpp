@@ -55,6 +55,18 @@ void expect_ok_or(const Status& st, const char* needle, const std::string& what)
   expect(st, HCOMM_ERR_INVALID_ARG, needle, what + " (finished or failed)");
 }
 
+// The path (Communicator::algorithm_for) an operation of `bytes` bytes takes must be `want`: a case
+// about the slot board or the staged allreduce must run there.
+void expect_route(const Communicator& c, const char* op, size_t bytes, const std::string& want,
+                  const std::string& what) {
+  const std::string got = c.algorithm_for(op, bytes);
+  expect(got == want
+             ? Status{}
+             : Status{HCOMM_ERR_INTERNAL, std::string(op) + " of " + std::to_string(bytes) +
+                                              " bytes runs '" + got + "', not '" + want + "'"},
+         HCOMM_SUCCESS, nullptr, what);
+}
+
 // Prints the message a case produced, for the person reading the log.
 void note(const std::string& what, const Status& st) {
   std::printf("  %s -> %s\n", what.c_str(), st.to_string().c_str());
@@ -179,16 +191,21 @@ int main(int argc, char** argv) {
     // The same above the slot size (a one-host communicator's staged allreduce) and across it
     // (8 KiB on rank 0, a slot; 1 MiB on the others). A matching one must then still be right:
     // no rank may be left a step ahead in the staging rings.
+    // Needs a one-host communicator (hcomm-run on one machine, HCOMM_TRANSPORT unset).
     constexpr size_t kBig = 1 << 19;  // 2 MiB of float32
     std::vector<float> big(kBig, 1.0f), total(kBig, -1.0f);
-    st = c.allreduce_async(big.data(), total.data(), kBig / 4 * static_cast<size_t>(rank + 1),
-                           DataType::float32, ReduceOp::sum)
+    const size_t mine = kBig / 4 * static_cast<size_t>(rank + 1);
+    expect_route(c, "allreduce", mine * 4, "staged", "large allreduce count mismatch: route");
+    st = c.allreduce_async(big.data(), total.data(), mine, DataType::float32, ReduceOp::sum)
              .wait(kDeadline);
     expect(st, HCOMM_ERR_INVALID_ARG, "same count", "large allreduce count mismatch");
-    st = c.allreduce_async(big.data(), total.data(), rank == 0 ? 2048 : kBig / 2, DataType::float32,
-                           ReduceOp::sum)
+    const size_t across = rank == 0 ? 2048 : kBig / 2;
+    expect_route(c, "allreduce", across * 4, rank == 0 ? "slot" : "staged",
+                 "allreduce count mismatch across 16 KiB: route");
+    st = c.allreduce_async(big.data(), total.data(), across, DataType::float32, ReduceOp::sum)
              .wait(kDeadline);
     expect(st, HCOMM_ERR_INVALID_ARG, "same count", "allreduce count mismatch across 16 KiB");
+    expect_route(c, "allreduce", kBig * 4, "staged", "large allreduce after the mismatches: route");
     for (size_t i = 0; i < kBig; ++i) big[i] = static_cast<float>((i % 1000) * (rank + 1));
     st = c.allreduce(big.data(), total.data(), kBig, DataType::float32, ReduceOp::sum);
     size_t wrong = 0;

@@ -12,7 +12,16 @@
 // Checks besides the values: send buffers of out-of-place calls are unchanged, nothing is written
 // outside the result (guard bytes around every buffer, gaps between V-form blocks), allreduce
 // results are bit-identical on every rank (hashes allgathered at the end), and algorithm_for()
-// reports the forced algorithm.
+// reports the forced algorithm (or, on the automatic communicators, an algorithm hcomm has).
+//
+// The path the launch means to test, checked on the automatic communicator at the start and again
+// at the end (a peer that fell back to another link mid-run shows there):
+//   every peer on HCOMM_TRANSPORT when that names one protocol (matrix_np3_tcp, the RDMA guest);
+//   --expect-transport SAME[,OTHER]  peers with this rank's host id on SAME, the others on OTHER
+//                                    (default SAME): "shm" on one host, "shm,tcp" on two;
+//   --expect-ring-order R0,R1,...    the topology-aware order of rings and chains;
+//   --expect-slot-board              allreduce, broadcast, reduce and allgather of 4 KiB on the
+//                                    slot board ("slot"), the large allreduces staged ("staged").
 //
 // Output: the first failures with op/algo/count/dtype/op/root/in-place, a per-phase time on rank
 // 0, and "rank R: N checks, F failures" on every rank. Exits non-zero on any failure.
@@ -543,6 +552,62 @@ void t_batch_pairwise(Env& e, Comm& cm, size_t base, DataType t) {
   e.check(k, w);
 }
 
+// ---------------------------------------------------------------- the path
+
+struct Expect {
+  std::string same_host, other_host;  // "": not checked
+  std::vector<int> ring_order;        // empty: not checked
+  bool slot_board = false;
+};
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+// The checks of --expect-* (and of a one-protocol HCOMM_TRANSPORT) on `world`.
+void check_path(Env& e, const Comm& world, const Expect& x, const char* when) {
+  const Communicator& c = *world.c;
+  const std::vector<hcomm::RankInfo> ranks = c.ranks();
+  const std::string& me = ranks[static_cast<size_t>(e.rank)].host_id;
+  const std::string& forced = c.config().transport;
+  for (const hcomm::RankInfo& r : ranks) {
+    if (r.rank == e.rank) continue;
+    std::string want;
+    if (!x.same_host.empty()) want = r.host_id == me ? x.same_host : x.other_host;
+    if (forced != "auto") {
+      e.check(
+          want.empty() || want == forced,
+          std::string("--expect-transport against HCOMM_TRANSPORT ") + when,
+          "expects " + want + " to rank " + std::to_string(r.rank) + ", HCOMM_TRANSPORT=" + forced);
+      want = forced;
+    }
+    if (want.empty()) continue;
+    e.check(r.transport == want && r.primary_transport == want,
+            std::string("transport to rank ") + std::to_string(r.rank) + " " + when,
+            "is " + r.transport + " (primary " + r.primary_transport + "), expected " + want);
+  }
+  if (!x.ring_order.empty()) {
+    std::vector<int> order(ranks.size(), -1);
+    for (const hcomm::RankInfo& r : ranks)
+      if (r.ring_position >= 0 && r.ring_position < static_cast<int>(order.size()))
+        order[static_cast<size_t>(r.ring_position)] = r.rank;
+    e.check(order == x.ring_order, std::string("ring order ") + when,
+            "is " + join(order) + ", expected " + join(x.ring_order));
+  }
+  if (x.slot_board) {
+    for (const char* op : {"allreduce", "broadcast", "reduce", "allgather"}) {
+      const std::string got = c.algorithm_for(op, 4096);
+      e.check(got == "slot", std::string(op) + " of 4 KiB on the slot board " + when,
+              "runs '" + got + "'");
+    }
+    const std::string got = c.algorithm_for("allreduce", kLarge * 4);
+    e.check(got == "staged", std::string("allreduce of 262147 float32 staged ") + when,
+            "runs '" + got + "'");
+  }
+}
+
 // ---------------------------------------------------------------- the matrix
 
 bool has(const std::vector<std::string>& v, const char* s) {
@@ -646,7 +711,10 @@ void run_set(Env& e, Comm& cm, const std::vector<std::string>& ops) {
   for (const std::string& op : ops) {
     if (op == "barrier" || op == "p2p") continue;
     std::string got = cm.c->algorithm_for(op, 4096);
-    bool ok = cm.algo == "auto" ? !got.empty() : got == cm.algo;
+    static const std::vector<std::string> kKnown = {"ring",   "tree", "rd",   "hd",
+                                                    "direct", "hier", "slot", "staged"};
+    bool ok = cm.algo == "auto" ? std::find(kKnown.begin(), kKnown.end(), got) != kKnown.end()
+                                : got == cm.algo;
     e.check(ok, "algorithm_for(" + op + ", 4096) on " + cm.name(), "reported '" + got + "'");
   }
 
@@ -791,11 +859,42 @@ void compare_hashes(Env& e, Comm& world) {
           std::to_string(differing) + " results differ");
 }
 
+// Parses the --expect-* options into `x`; false (with a message) on anything else.
+bool parse_args(int argc, char** argv, Expect& x) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--expect-transport" && has_value) {
+      const std::string v = argv[++i];
+      const size_t comma = v.find(',');
+      x.same_host = v.substr(0, comma);
+      x.other_host = comma == std::string::npos ? x.same_host : v.substr(comma + 1);
+    } else if (arg == "--expect-ring-order" && has_value) {
+      const std::string v = argv[++i];
+      for (size_t p = 0; p <= v.size();) {
+        const size_t comma = std::min(v.find(',', p), v.size());
+        x.ring_order.push_back(std::atoi(v.substr(p, comma - p).c_str()));
+        p = comma + 1;
+      }
+    } else if (arg == "--expect-slot-board") {
+      x.slot_board = true;
+    } else {
+      std::fprintf(stderr,
+                   "collective_matrix: unknown argument '%s'\n"
+                   "usage: collective_matrix [--expect-transport SAME[,OTHER]] "
+                   "[--expect-ring-order R0,R1,...] [--expect-slot-board]\n",
+                   arg.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
+  Expect expect;
+  if (!parse_args(argc, argv, expect)) return 2;
   auto env_cfg = hcomm::Config::from_env();
   if (!env_cfg) {
     std::fprintf(stderr, "%s\n", env_cfg.status().to_string().c_str());
@@ -829,6 +928,7 @@ int main(int argc, char** argv) {
   if (!world) return 2;
   e.rank = world->c->rank();
   e.size = world->c->size();
+  check_path(e, *world, expect, "at the start");
 
   for (const AlgoSet& set : sets) {
     for (bool tiny : {false, true}) {
@@ -849,6 +949,7 @@ int main(int argc, char** argv) {
     }
   }
   compare_hashes(e, *world);
+  check_path(e, *world, expect, "at the end");
 
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("rank %d: %ld checks, %ld failures (n=%d, %.1f s)\n", e.rank, e.checks, e.failures,

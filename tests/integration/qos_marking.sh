@@ -3,13 +3,13 @@
 # CS5 (IP TOS 0xa0), so that switches can honour the class; a default communicator sends CS0.
 # Two namespace hosts (tests/chaos/two_hosts.sh); nftables counters in host A count the packets
 # leaving on the fabric by DSCP while hcomm-bench sendrecv runs between the hosts.
-# Needs root, ip netns, nsenter, unshare, nft; otherwise SKIP (77).
+# Needs root, ip netns, nsenter, unshare, nft; otherwise skipped (77), or failed under CI
+# (tests/skip.sh).
 # Usage: qos_marking.sh HCOMM_RUN HCOMM_BENCH
 set -u
 run=$1 bench=$2
 here=$(cd "$(dirname "$0")" && pwd)
 name=qos_marking
-skip() { echo "************ SKIP $name: $* ************"; exit 77; }
 fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 # shellcheck source=../chaos/two_hosts.sh
 . "$here/../chaos/two_hosts.sh"

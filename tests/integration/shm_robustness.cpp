@@ -7,7 +7,11 @@
 //     deadline, and so does a staged allreduce the peer leaves in the middle;
 //  4. destroying a communicator while a large operation is stuck (once a use-after-free): it
 //     fails with HCOMM_ERR_ABORTED and the process carries on.
-// The last three cases build their own communicators; every wait has a deadline.
+// The last three cases build their own communicators; every wait has a deadline. Each case first
+// asserts that it takes the path it means to test (Communicator::algorithm_for: "slot" for the
+// slot board, "staged" for the staging rings, "hd" for the forced pair-link algorithm), and the
+// first communicator that every peer is on shared memory: a case on another path would pass
+// without testing anything it is about.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +48,23 @@ void check(bool ok, const char* what, const std::string& detail = "") {
   std::printf("FAIL: %s %s\n", what, detail.c_str());
 }
 
+/// The path an allreduce of `bytes` bytes takes on `c` must be `want`.
+void expect_route(const Communicator& c, size_t bytes, const std::string& want, const char* what) {
+  const std::string got = c.algorithm_for("allreduce", bytes);
+  check(got == want, what,
+        "allreduce of " + std::to_string(bytes) + " bytes runs '" + got + "', not '" + want + "'");
+}
+
+/// Every peer of `c` is reached through shared memory.
+void expect_shm(const Communicator& c) {
+  std::string wrong;
+  for (const hcomm::RankInfo& r : c.ranks())
+    if (r.rank != c.rank() && r.transport != "shm")
+      wrong += " rank " + std::to_string(r.rank) + ": " + r.transport;
+  check(wrong.empty(), "every peer on shm (run the 2 ranks on one host, HCOMM_TRANSPORT unset)",
+        wrong);
+}
+
 /// `algo`: forced algorithms (Config::algo), "" for the automatic choice.
 std::unique_ptr<Communicator> make(const std::string& algo = "") {
   auto cfg = hcomm::Config::from_env();
@@ -59,6 +80,7 @@ std::unique_ptr<Communicator> make(const std::string& algo = "") {
 
 void deep_async(Communicator& c) {
   constexpr int kInFlight = 8, kRounds = 200, kCount = 4;
+  expect_route(c, kCount * sizeof(float), "slot", "deep async: route");
   std::vector<std::vector<float>> in(kInFlight, std::vector<float>(kCount));
   std::vector<std::vector<float>> out(kInFlight, std::vector<float>(kCount));
   int wrong = 0;
@@ -83,6 +105,7 @@ void deep_async(Communicator& c) {
 
 void callback_submits(Communicator& c) {
   float a = 1, b = 0, x = 2, y = 0;
+  expect_route(c, sizeof(float), "slot", "callback: route");
   std::promise<Status> second;
   auto done = second.get_future();
   auto first = c.allreduce_async(&a, &b, 1, DataType::float32, ReduceOp::sum);
@@ -96,7 +119,8 @@ void callback_submits(Communicator& c) {
         std::to_string(y));
 }
 
-void peer_destroys(std::unique_ptr<Communicator> c, size_t count) {
+void peer_destroys(std::unique_ptr<Communicator> c, size_t count, const char* route) {
+  expect_route(*c, count * sizeof(float), route, "peer destroys: route");
   std::vector<float> a(count, 1), b(count);
   check(c->barrier().ok(), "peer destroys: barrier");
   if (c->rank() == 0) {
@@ -119,6 +143,7 @@ void peer_destroys(std::unique_ptr<Communicator> c, size_t count) {
 // destroys its communicator): rank 1, in the middle of the same exchange, fails at once.
 void peer_leaves_midway(std::unique_ptr<Communicator> c) {
   constexpr size_t kCount = 16 << 20;
+  expect_route(*c, kCount * sizeof(float), "staged", "peer leaves midway: route");
   std::vector<float> a(kCount, 1), b(kCount);
   check(c->barrier().ok(), "peer leaves midway: barrier");
   auto work = c->allreduce_async(a.data(), b.data(), kCount, DataType::float32, ReduceOp::sum);
@@ -142,6 +167,7 @@ void peer_leaves_midway(std::unique_ptr<Communicator> c) {
 
 void destroy_in_flight(std::unique_ptr<Communicator> c) {
   constexpr size_t kCount = 8 << 20;  // 32 MiB: far more than the rings hold
+  expect_route(*c, kCount * sizeof(float), "staged", "destroy in flight: route");
   std::vector<float> a(kCount, 1), b(kCount);
   check(c->barrier().ok(), "destroy in flight: barrier");
   if (c->rank() == 1) {
@@ -161,11 +187,12 @@ int main() {
   // Kept to the end: the rendezvous lives in rank 0's runtime, which must outlive the
   // communicators the cases create and destroy.
   auto anchor = make();
+  expect_shm(*anchor);
   deep_async(*anchor);
   callback_submits(*anchor);
-  peer_destroys(make(), 16);                     // slot board
-  peer_destroys(make(), 1 << 20);                // staging rings
-  peer_destroys(make("allreduce=hd"), 1 << 20);  // pair links
+  peer_destroys(make(), 16, "slot");                   // slot board
+  peer_destroys(make(), 1 << 20, "staged");            // staging rings
+  peer_destroys(make("allreduce=hd"), 1 << 20, "hd");  // pair links
   peer_leaves_midway(make());
   destroy_in_flight(make());
   check(anchor->barrier().ok(), "final barrier");

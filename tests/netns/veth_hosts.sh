@@ -4,7 +4,7 @@
 # each in its own namespace, so one interface name serves every rank. The pairs exist only
 # inside the namespaces, so parallel runs with the same addresses do not clash.
 #
-# The caller defines skip() and fail() first. Functions:
+# The caller defines fail() and sources tests/skip.sh (skip()) first. Functions:
 #   veth_hosts_up NS_PREFIX IFACE:ADDR_A:ADDR_B...
 #                            creates the namespaces NS_PREFIX-a and NS_PREFIX-b (sets ns_a, ns_b)
 #                            and one veth pair IFACE per argument, ADDR_A/24 on host A's end and
@@ -23,7 +23,9 @@ veth_hosts_up() {
   shift
   local err pair iface addr_a addr_b ns
   local ifaces=()
-  err=$(ip netns add "$ns_a" 2>&1) || skip "ip netns add failed: $err"
+  local how="run it as root where network namespaces can be made (not in an unprivileged container)"
+  without netns && skip "a network namespace (HCOMM_TEST_WITHOUT names netns)" "$how"
+  err=$(ip netns add "$ns_a" 2>&1) || skip "a network namespace ('ip netns add' failed: $err)" "$how"
   ip netns add "$ns_b" || fail "ip netns add $ns_b failed"
   for pair in "$@"; do
     IFS=: read -r iface addr_a addr_b <<< "$pair"

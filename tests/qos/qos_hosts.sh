@@ -24,11 +24,12 @@
 # QOS_TBF="rate 1gbit burst 256kb latency 50ms"; QOS_KEEP=1 keeps the
 # tenants' logs and JSON files (the directory is named at exit).
 #
-# The caller sets $name, $run (hcomm-run) and $bench (hcomm-bench) and defines skip() and fail()
-# first. Functions:
-#   qos_start TAG            skips (77) unless root with ip, tc, nsenter, unshare, timeout and
-#                            python3 and unless tbf works; makes the hosts, $dir (removed at exit
-#                            with the hosts) and the rank wrapper $dir/rank.sh
+# The caller sets $name, $run (hcomm-run) and $bench (hcomm-bench) and defines fail() first;
+# skip() comes from tests/skip.sh. Functions:
+#   qos_start TAG            skips (77; fails under CI) unless root with ip, tc, nsenter,
+#                            unshare, timeout and python3 and unless tbf works; makes the hosts,
+#                            $dir (removed at exit with the hosts) and the rank wrapper
+#                            $dir/rank.sh
 #   qos_tenant NAME PORT SECONDS [VAR=VALUE...] -- BENCH_ARGS...
 #                            starts one tenant in the background: hcomm-bench BENCH_ARGS -T
 #                            SECONDS -J $dir/NAME.json (log $dir/NAME.log), with the variables
@@ -43,15 +44,14 @@
 addr_a=10.81.0.1 addr_b=10.81.0.2
 qos_tbf=${QOS_TBF:-rate 1046mbit burst 256kb latency 5ms}
 qos_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../skip.sh
+. "$qos_here/../skip.sh"
 # shellcheck source=../netns/veth_hosts.sh
 . "$qos_here/../netns/veth_hosts.sh"
 
 qos_require() {
-  [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces and shape them with tc"
-  local tool
-  for tool in ip tc nsenter unshare timeout python3; do
-    command -v "$tool" > /dev/null || skip "'$tool' is not installed"
-  done
+  require_root "to create network namespaces and shape them with tc"
+  require_tools ip tc nsenter unshare timeout python3
 }
 
 qos_hosts_up() {
@@ -60,7 +60,7 @@ qos_hosts_up() {
   for ns in "$ns_a" "$ns_b"; do
     # shellcheck disable=SC2086 # the tbf parameters are words
     err=$(ip netns exec "$ns" tc qdisc add dev fabric root tbf $qos_tbf 2>&1) \
-      || skip "cannot shape the link with tc tbf (no sch_tbf?): $err"
+      || skip "tc's tbf qdisc ($err)" "load the sch_tbf kernel module (modprobe sch_tbf)"
   done
 }
 

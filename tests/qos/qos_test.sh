@@ -36,16 +36,13 @@
 # empty); 150 us with the bulk paced to 100%, 157-465 us without QoS (a standing queue). 3x
 # separates the two with room for this machine's scheduling noise.
 #
-# Needs root, ip netns, tc (tbf), nsenter, unshare, python3; otherwise SKIP (77). 14-16 s each.
+# Needs root, ip netns, tc (tbf), nsenter, unshare, python3; otherwise skipped (77), or failed
+# under CI (tests/skip.sh). 14-16 s each.
 # Usage: qos_test.sh CASE HCOMM_RUN HCOMM_BENCH
 set -u
 name=$1 run=$2 bench=$3
 here=$(cd "$(dirname "$0")" && pwd)
 
-skip() {
-  echo "************ SKIP $name: $* ************"
-  exit 77
-}
 fail() {
   echo "$name: FAIL: $*" >&2
   exit 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The style CI holds the tree to: every tracked C/C++ file as clang-format (.clang-format) writes
-# it, and no file of the library (the layers of layers.txt but tools) over 600 lines.
+# it, no unit case name that ctest would split, and no file of the library (the layers of
+# layers.txt but tools) over 600 lines.
 # Usage: tests/style/style.sh REPOSITORY_ROOT
 set -euo pipefail
 root=${1:?usage: style.sh REPOSITORY_ROOT}
@@ -14,6 +15,11 @@ if ! clang-format --dry-run --Werror "${sources[@]}" 2>/tmp/style.$$; then
   failed=1
 fi
 rm -f /tmp/style.$$
+# ctest would split a unit case whose name has a ';' into two tests that match nothing.
+if grep -n 'TEST_CASE("[^"]*;' tests/unit/*.cpp; then
+  echo "style: a unit case name above contains ';': use a comma"
+  failed=1
+fi
 layers=$(grep -E '^[a-z]' layers.txt | grep -vx tools)
 for layer in $layers; do
   while read -r lines file; do

@@ -232,7 +232,7 @@ TEST_CASE("bad values are refused naming the variable, the value and what is acc
   }
 }
 
-TEST_CASE("text variables take anything; \"\" is unset except for HCOMM_TCP_CONGESTION") {
+TEST_CASE("text variables take anything, \"\" is unset except for HCOMM_TCP_CONGESTION") {
   CleanEnv env;
   env.set("HCOMM_SOCKET_IFNAME", "");
   env.set("HCOMM_NUM_QPS", "");

@@ -343,7 +343,7 @@ TEST_CASE("ConnectionLink: a burst of frames, more than a round's worth, all arr
   }
 }
 
-TEST_CASE("ConnectionLink: abort frames reach the observer; aborted operations are dropped") {
+TEST_CASE("ConnectionLink: abort frames reach the observer, aborted operations are dropped") {
   Pair pair;
   on_engine(pair.a.engine, [&] { pair.a.link->send_abort(kComm, 77, "rank 0 ran out of memory"); });
   REQUIRE(wait_for(pair.b.engine, [&] { return pair.b.observer.abort_count() == 1; }));

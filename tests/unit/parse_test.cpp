@@ -108,7 +108,7 @@ TEST_CASE("parse_bytes: signs, fractions, unknown suffixes and overflow are refu
   }
 }
 
-TEST_CASE("parse_duration: a non-negative number and us, ms, s or m; bare numbers in bare_unit") {
+TEST_CASE("parse_duration: a non-negative number and us, ms, s or m, bare numbers in bare_unit") {
   CHECK(parse_duration("100ms", kSecond) == 100ms);
   CHECK(parse_duration("2.5s", kSecond) == 2500ms);
   CHECK(parse_duration("250us", kSecond) == 250us);

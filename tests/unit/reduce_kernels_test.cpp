@@ -17,6 +17,7 @@
 
 #include "reference/elements.hpp"
 #include "reference/reduction.hpp"
+#include "tests/unit/facility.hpp"
 
 namespace {
 
@@ -299,13 +300,24 @@ TEST_CASE("float min and max return NaN when either operand is NaN") {
 }
 
 TEST_CASE("count 0 touches nothing, not even null pointers") {
+  // Null pointers: a crash fails the case. Real buffers: every byte must stay as it was.
+  constexpr uint8_t kFill = 0x5a;
+  std::vector<uint8_t> dst(64, kFill), a(64, 0x11), b(64, 0x22);
   for (DataType t : kTypes) {
+    const std::string dtype = hcomm::dtype_name(t);
+    CAPTURE(dtype);
     for (ReduceOp op : kOps) {
       collectives::reduce(nullptr, nullptr, nullptr, 0, t, op);
       collectives::reduce_into(nullptr, nullptr, 0, t, op);
+      collectives::reduce(dst.data(), a.data(), b.data(), 0, t, op);
+      collectives::reduce_into(dst.data() + 8, b.data(), 0, t, op);
     }
     collectives::finalize_average(nullptr, 0, t, 4);
+    collectives::finalize_average(dst.data() + 16, 0, t, 4);
+    CHECK(std::count(dst.begin(), dst.end(), kFill) == 64);
   }
+  CHECK(std::count(a.begin(), a.end(), uint8_t{0x11}) == 64);
+  CHECK(std::count(b.begin(), b.end(), uint8_t{0x22}) == 64);
 }
 
 TEST_CASE("an invalid dtype or op writes nothing") {
@@ -375,10 +387,11 @@ TEST_CASE("finalize_average matches the reference for every dtype and rank count
 }
 
 TEST_CASE("the AVX2/F16C and the baseline kernels agree bit for bit") {
-  if (!collectives::internal::has_avx2_f16c()) {
-    MESSAGE("this CPU lacks AVX2 or F16C: only the baseline kernels are in use");
+  // Without them only the baseline kernels are in use: nothing to compare.
+  if (!hcomm_test::require_facility("AVX2+F16C", collectives::internal::has_avx2_f16c(),
+                                    "an x86-64 CPU with AVX2 and F16C (Intel Haswell, AMD "
+                                    "Excavator or later)"))
     return;
-  }
   std::mt19937_64 rng(5);
   for (DataType t : kTypes) {
     const size_t size = hcomm::dtype_size(t);

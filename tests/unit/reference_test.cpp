@@ -77,7 +77,7 @@ TEST_CASE("float16 and bfloat16 bits: worked examples and every bit pattern") {
   }
 }
 
-TEST_CASE("load and store every type at any offset; integers wrap") {
+TEST_CASE("load and store every type at any offset, integers wrap") {
   const DataType all[] = {DataType::int8,    DataType::uint8,   DataType::int32,
                           DataType::int64,   DataType::float16, DataType::bfloat16,
                           DataType::float32, DataType::float64};

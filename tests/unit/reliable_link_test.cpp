@@ -528,7 +528,7 @@ TEST_CASE("ReliableLink: a half-received frame is whole, once, when the peer swi
   }
 }
 
-TEST_CASE("ReliableLink: a fallback that fails while taking the replay; the primary made again") {
+TEST_CASE("ReliableLink: a fallback that fails while taking the replay, the primary made again") {
   Harness h;
   const std::vector<size_t> sizes = {300, 25000, 4000, 17000};
   std::vector<std::unique_ptr<Send>> sends;
