@@ -194,21 +194,6 @@ std::string quoted(const ConfigVar& var, std::string_view text) {
   return std::string(var.name) + "='" + std::string(text) + "'";
 }
 
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
 }  // namespace
 
 const std::array<ConfigVar, kNumVars>& config_vars() {
@@ -260,7 +245,7 @@ Expected<int64_t> parse_named_integer(std::string_view name, std::string_view te
   const auto n = parse_integer(text);
   if (n && *n >= min && *n <= max) return *n;
   // Digits alone (after a sign) that did not fit are out of range too.
-  std::string_view digits = trimmed(text);
+  std::string_view digits = trim(text);
   if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
   bool all_digits = !digits.empty();
   for (char c : digits) all_digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;
@@ -307,9 +292,9 @@ Expected<bool> parse_flag_var(const ConfigVar& var, std::string_view text) {
 
 Expected<size_t> parse_enum_var(const ConfigVar& var, std::string_view text) {
   if (var.kind != VarKind::enumeration) return wrong_kind(var, "one of a set of names");
-  const std::string_view t = trimmed(text);
+  const std::string_view t = trim(text);
   for (size_t i = 0; i < var.num_values; ++i)
-    if (equal_ignoring_case(t, var.values[i])) return i;
+    if (equals_ignoring_case(t, var.values[i])) return i;
   if ((var.flags & kNumbered) != 0) {
     const auto n = parse_integer(t);
     if (n && *n >= 0 && static_cast<size_t>(*n) < var.num_values) return static_cast<size_t>(*n);

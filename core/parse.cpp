@@ -9,12 +9,6 @@
 namespace hcomm::core {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 /// Leading decimal digits of `s` as an unsigned number; `used` gets how many characters.
 std::optional<uint64_t> leading_digits(std::string_view s, size_t* used) {
   uint64_t n = 0;
@@ -27,15 +21,6 @@ std::optional<uint64_t> leading_digits(std::string_view s, size_t* used) {
   if (i == 0) return std::nullopt;
   *used = i;
   return n;
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
 }
 
 /// A real number at the front of `s` (strtod's grammar without hex, inf and nan).
@@ -54,6 +39,21 @@ std::optional<double> leading_real(std::string_view s, size_t* used) {
 }
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
 
 std::optional<int64_t> parse_integer(std::string_view text) {
   std::string_view s = trim(text);

@@ -12,6 +12,11 @@
 
 namespace hcomm::core {
 
+/// `s` without the white space around it.
+std::string_view trim(std::string_view s);
+/// Whether `a` and `b` are equal but for the case of ASCII letters.
+bool equals_ignoring_case(std::string_view a, std::string_view b);
+
 /// A decimal whole number with an optional sign: "42", "-1". Spaces around it are allowed.
 std::optional<int64_t> parse_integer(std::string_view text);
 
