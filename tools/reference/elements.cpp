@@ -45,24 +45,6 @@ bool is_integer(DataType t) {
          t == DataType::int64;
 }
 
-size_t element_size(DataType t) {
-  switch (t) {
-    case DataType::int8:
-    case DataType::uint8:
-      return 1;
-    case DataType::float16:
-    case DataType::bfloat16:
-      return 2;
-    case DataType::int32:
-    case DataType::float32:
-      return 4;
-    case DataType::int64:
-    case DataType::float64:
-      return 8;
-  }
-  return 0;
-}
-
 double round_to(DataType t, double x) {
   switch (t) {
     case DataType::float16:

@@ -10,9 +10,8 @@
 
 namespace hcomm::tools::reference {
 
-bool is_float(DataType t);        ///< float16, bfloat16, float32, float64
-bool is_integer(DataType t);      ///< int8, uint8, int32, int64
-size_t element_size(DataType t);  ///< 0 for a value outside the enum
+bool is_float(DataType t);    ///< float16, bfloat16, float32, float64
+bool is_integer(DataType t);  ///< int8, uint8, int32, int64
 
 /// `x` rounded to the nearest value of floating type `t`, ties to even: what the kernels produce
 /// from an exact result. Beyond the largest finite value: +-inf; NaN and +-inf stay as they are;
