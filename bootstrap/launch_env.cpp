@@ -185,18 +185,13 @@ Expected<HostPort> parse_host_port(const std::string& s) {
                      "' in the host; " + example);
     }
   }
-  if (port.empty() || port.size() > 5) {
+  const auto value = port.find_first_not_of("0123456789") == std::string::npos
+                         ? core::parse_integer(port)
+                         : std::nullopt;
+  if (port.empty() || !value)
     return invalid("'" + s + "' has no valid port (0..65535); " + example);
-  }
-  unsigned value = 0;
-  for (char c : port) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) {
-      return invalid("'" + s + "' has no valid port (0..65535); " + example);
-    }
-    value = value * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (value > 65535) return invalid("'" + s + "' has a port above 65535; " + example);
-  hp.port = static_cast<uint16_t>(value);
+  if (*value > 65535) return invalid("'" + s + "' has a port above 65535; " + example);
+  hp.port = static_cast<uint16_t>(*value);
   return hp;
 }
 

@@ -56,6 +56,16 @@ std::chrono::milliseconds CreationPhases::left() const {
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()));
 }
 
+ProtocolContext CreationPhases::protocol_context(const std::string& interface_ip) const {
+  ProtocolContext context;
+  context.rank = cfg_.rank;
+  context.world_size = cfg_.world_size;
+  context.comm_uid = uid_;
+  context.host_id = host_.id;
+  context.interface_ip = interface_ip;
+  return context;
+}
+
 // ---- 1
 
 Status CreationPhases::agree_on_id() {
@@ -74,12 +84,7 @@ Status CreationPhases::agree_on_id() {
 // ---- 2
 
 Status CreationPhases::open_protocols() {
-  ProtocolContext context;
-  context.rank = cfg_.rank;
-  context.world_size = cfg_.world_size;
-  context.comm_uid = uid_;
-  context.host_id = host_.id;
-  context.interface_ip = local_ip_;
+  const ProtocolContext context = protocol_context(local_ip_);
   const int tos = qos::tos_of(cfg_.qos);
   std::string names = Config::kAutoTransport;
   for (const auto& entry : transport::registered()) {
@@ -128,13 +133,7 @@ Status CreationPhases::open_fallback() {
   }
   fallback_ = std::make_unique<transport::tcp::TcpProtocol>();
   fallback_->attach(engine_, cfg_, qos::tos_of(cfg_.qos));
-  ProtocolContext context;
-  context.rank = cfg_.rank;
-  context.world_size = cfg_.world_size;
-  context.comm_uid = uid_;
-  context.host_id = host_.id;
-  context.interface_ip = ip;
-  auto address = fallback_->open(context);
+  auto address = fallback_->open(protocol_context(ip));
   if (!address.ok())
     return Status{address.status().code(),
                   "the fallback TCP listener on " + ip + ": " + address.status().message()};

@@ -65,6 +65,8 @@ class CreationPhases {
 
  private:
   std::chrono::milliseconds left() const;
+  /// What a protocol opened on `interface_ip` for this communicator is told.
+  ProtocolContext protocol_context(const std::string& interface_ip) const;
   Status open_fallback();
 
   const Config& cfg_;
