@@ -1,6 +1,6 @@
 # The library's layers (layers.txt): hcomm_layer(NAME SOURCES ... [LIBS ...]) makes the object
 # library hcomm_NAME from NAME/'s sources and links it to every layer listed before NAME, and to
-# LIBS (privately: what the layer alone uses). The static archive `hcomm` is made of all of them.
+# LIBS (privately: what the layer alone uses). libhcomm.a and libhcomm.so are made of all of them.
 
 file(STRINGS "${PROJECT_SOURCE_DIR}/layers.txt" HCOMM_LAYERS REGEX "^[a-z]")
 # The layers that make up the library: all but the programs on top.
@@ -15,7 +15,8 @@ function(hcomm_layer name)
   endif()
   add_library(hcomm_${name} OBJECT ${L_SOURCES})
   target_include_directories(hcomm_${name}
-    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   list(SUBLIST HCOMM_LAYERS 0 ${index} below)
   foreach(lower IN LISTS below)
     target_link_libraries(hcomm_${name} PUBLIC hcomm_${lower})

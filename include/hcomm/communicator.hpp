@@ -74,7 +74,7 @@ struct LinkEvent {
   double detection_ms = 0;
 };
 /// "failover", "failback", ...
-const char* link_event_name(LinkEvent::Kind kind);
+HCOMM_API const char* link_event_name(LinkEvent::Kind kind);
 
 /// What the link supervisors of one communicator did (counters since creation).
 struct FailoverStats {
@@ -89,7 +89,7 @@ struct FailoverStats {
   std::vector<LinkEvent> events;    ///< oldest first; the last 4096
 };
 
-class Communicator {
+class HCOMM_API Communicator {
  public:
   /// Joins the world: meets the other ranks at the rendezvous root, connects to every peer and
   /// returns once all links are up. Collective over all `cfg.world_size` ranks. Fails with

@@ -31,11 +31,11 @@ enum class RdmaBufferMode {
 };
 
 /// The variable's spelling of the mode: "auto", "on", "off".
-const char* to_string(FailoverMode mode);
+HCOMM_API const char* to_string(FailoverMode mode);
 /// The variable's spelling of the mode: "zero_copy", "dynamic", "static".
-const char* to_string(RdmaBufferMode mode);
+HCOMM_API const char* to_string(RdmaBufferMode mode);
 
-struct Config {
+struct HCOMM_API Config {
   // ---- who am I (HCOMM_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, and the SIZE twins)
   int rank = -1;        ///< required; -1 = not set
   int world_size = -1;  ///< required; -1 = not set

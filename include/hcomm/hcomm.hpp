@@ -1,5 +1,5 @@
 // hcomm — a communication runtime for distributed training and inference.
-// The one header an application includes.
+// The one header a C++ application includes (C: hcomm/hcomm.h).
 #pragma once
 
 #include "hcomm/communicator.hpp"
@@ -10,4 +10,5 @@
 #include "hcomm/shared_memory_channel.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"
+#include "hcomm/version.h"
 #include "hcomm/work.hpp"

@@ -21,9 +21,9 @@ namespace hcomm {
 
 /// Registers [ptr, ptr + bytes) with every RDMA device this process uses, now and later.
 /// HCOMM_ERR_MMAP names `ulimit -l` when the locked-memory limit refuses it.
-Status register_memory(const void* ptr, size_t bytes);
+HCOMM_API Status register_memory(const void* ptr, size_t bytes);
 /// Ends a registration made with register_memory() (same pointer and size).
-Status deregister_memory(const void* ptr, size_t bytes);
+HCOMM_API Status deregister_memory(const void* ptr, size_t bytes);
 
 /// The registration caches of this process' RDMA devices, summed.
 struct MemoryRegistrationStats {
@@ -39,6 +39,6 @@ struct MemoryRegistrationStats {
                               : static_cast<double>(hits) / static_cast<double>(hits + misses);
   }
 };
-MemoryRegistrationStats memory_registration_stats();
+HCOMM_API MemoryRegistrationStats memory_registration_stats();
 
 }  // namespace hcomm

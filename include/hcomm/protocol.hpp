@@ -62,7 +62,7 @@ struct ConstBuffer {
 
 /// One peer, as an application protocol sees it: reliable, ordered messages. hcomm calls it
 /// from one thread (its progress engine), never concurrently.
-class Connection {
+class HCOMM_API Connection {
  public:
   virtual ~Connection() = default;
   /// Sends one message made of `parts` in order, as a whole. Must not block for long: copy or
@@ -78,7 +78,7 @@ class Connection {
   virtual int event_fd() const { return -1; }
 };
 
-class Protocol {
+class HCOMM_API Protocol {
  public:
   virtual ~Protocol() = default;
   virtual ProtocolCaps caps() const = 0;
@@ -101,13 +101,14 @@ using ProtocolFactory = std::function<std::unique_ptr<Protocol>()>;
 /// Adds a protocol to the registry (a new Protocol is made per communicator). `preference`
 /// orders automatic choice: higher first; hcomm's own are shm 300, rdma 200, tcp 100.
 /// Returns false (and changes nothing) when `name` is taken.
-bool register_protocol(const std::string& name, ProtocolFactory factory, int preference = 150);
+HCOMM_API bool register_protocol(const std::string& name, ProtocolFactory factory,
+                                 int preference = 150);
 
 /// Registered protocol names, most preferred first.
-std::vector<std::string> registered_protocols();
+HCOMM_API std::vector<std::string> registered_protocols();
 
 /// The capabilities of a registered protocol; HCOMM_ERR_INVALID_ARG for an unknown name.
-Expected<ProtocolCaps> protocol_caps(const std::string& name);
+HCOMM_API Expected<ProtocolCaps> protocol_caps(const std::string& name);
 
 }  // namespace hcomm
 

@@ -21,7 +21,7 @@
 
 namespace hcomm {
 
-struct QosClass {
+struct HCOMM_API QosClass {
   int min_rate = 0;    ///< % of the link guaranteed while the communicator has traffic (0..100)
   int max_rate = 100;  ///< % of the link it never exceeds (1..100, >= min_rate)
   int priority = 0;    ///< 0..7, higher first for the bandwidth left over; DSCP class selector
@@ -51,7 +51,7 @@ struct QosTask {
 /// The order in which communicators that may all send take their turns (the pacing, i.e. how
 /// much each may send, is the QoS controller's). Set with set_scheduler(); the default serves
 /// higher priorities first and, within a priority, the frame queued first.
-class Scheduler {
+class HCOMM_API Scheduler {
  public:
   virtual ~Scheduler() = default;
   /// Reorders `tasks`: the first is sent next. Called on hcomm's progress thread, often: quick,
@@ -60,6 +60,6 @@ class Scheduler {
 };
 
 /// Process-wide; nullptr restores the default.
-void set_scheduler(std::shared_ptr<Scheduler> scheduler);
+HCOMM_API void set_scheduler(std::shared_ptr<Scheduler> scheduler);
 
 }  // namespace hcomm

@@ -20,7 +20,7 @@
 
 namespace hcomm {
 
-class SharedMemoryChannel {
+class HCOMM_API SharedMemoryChannel {
  public:
   /// The writer: creates channel `name` ([A-Za-z0-9._-], at most 200 characters) with room for
   /// `size` bytes per version. Fails with HCOMM_ERR_INVALID_ARG if a live process already writes

@@ -7,25 +7,28 @@
 #include <string>
 #include <utility>
 
+#include "hcomm/export.h"
+#include "hcomm/status_codes.h"
+
 namespace hcomm {
 
-enum StatusCode : int {
-  HCOMM_SUCCESS = 0,
-  HCOMM_ERR_INVALID_ARG = 1,  ///< a caller error: null buffer, bad type/op, rank out of range, ...
-  HCOMM_ERR_NO_DEVICE = 2,    ///< the requested transport's device is not present
-  HCOMM_ERR_OUT_OF_MEM = 3,   ///< an allocation of communication memory failed
-  HCOMM_ERR_MMAP = 4,         ///< mapping or pinning memory failed (check `ulimit -l`)
-  HCOMM_ERR_TIMEOUT = 5,      ///< a deadline passed (joining, connecting, waiting)
-  HCOMM_ERR_PEER_LOST = 6,    ///< a peer process is gone; operations involving it cannot finish
-  HCOMM_ERR_TRANSPORT = 7,    ///< a link failed with an I/O error
-  HCOMM_ERR_ABORTED = 8,      ///< the operation was cancelled (communicator destroyed or aborted)
-  HCOMM_ERR_INTERNAL = 9,     ///< a bug in hcomm; please report it with HCOMM_DEBUG=INFO output
-};
+/// The codes of hcomm/status_codes.h, which C shares.
+using StatusCode = ::hcomm_status_t;
+using ::HCOMM_ERR_ABORTED;
+using ::HCOMM_ERR_INTERNAL;
+using ::HCOMM_ERR_INVALID_ARG;
+using ::HCOMM_ERR_MMAP;
+using ::HCOMM_ERR_NO_DEVICE;
+using ::HCOMM_ERR_OUT_OF_MEM;
+using ::HCOMM_ERR_PEER_LOST;
+using ::HCOMM_ERR_TIMEOUT;
+using ::HCOMM_ERR_TRANSPORT;
+using ::HCOMM_SUCCESS;
 
 /// The symbolic name of a code, e.g. "HCOMM_ERR_TIMEOUT".
-const char* status_code_name(StatusCode code);
+HCOMM_API const char* status_code_name(StatusCode code);
 
-class Status {
+class HCOMM_API Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}

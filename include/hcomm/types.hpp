@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hcomm/export.h"
+
 namespace hcomm {
 
 enum class DataType : uint8_t {
@@ -31,14 +33,14 @@ enum class ReduceOp : uint8_t {
 inline constexpr int kNumReduceOps = 5;
 
 /// Bytes per element; 0 for a value outside the enum.
-size_t dtype_size(DataType t);
+HCOMM_API size_t dtype_size(DataType t);
 /// "float32", ...; "invalid" for a value outside the enum.
-const char* dtype_name(DataType t);
-const char* reduce_op_name(ReduceOp op);
-bool is_valid(DataType t);
-bool is_valid(ReduceOp op);
+HCOMM_API const char* dtype_name(DataType t);
+HCOMM_API const char* reduce_op_name(ReduceOp op);
+HCOMM_API bool is_valid(DataType t);
+HCOMM_API bool is_valid(ReduceOp op);
 /// Parses "float32"/"float"/"f32", "bf16", ...; returns false when unknown.
-bool parse_dtype(const char* name, DataType* out);
-bool parse_reduce_op(const char* name, ReduceOp* out);
+HCOMM_API bool parse_dtype(const char* name, DataType* out);
+HCOMM_API bool parse_reduce_op(const char* name, ReduceOp* out);
 
 }  // namespace hcomm

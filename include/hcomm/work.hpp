@@ -17,7 +17,7 @@ namespace core {
 class Completion;
 }
 
-class Work {
+class HCOMM_API Work {
  public:
   using Callback = std::function<void(const Status&)>;
 
