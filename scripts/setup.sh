@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make pkg-config procps clang-format libcaf-dev libboost-dev libzstd-dev doctest-dev
-          libibverbs-dev librdmacm-dev libhwloc-dev python3 iproute2 util-linux)
+          libibverbs-dev librdmacm-dev libhwloc-dev python3 iproute2 util-linux dpkg-dev debootstrap)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

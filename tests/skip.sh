@@ -46,6 +46,8 @@ package_of() {
     nsenter | unshare) echo util-linux ;;
     nft) echo nftables ;;
     timeout) echo coreutils ;;
+    nm | readelf | c++filt) echo binutils ;;
+    dpkg-deb | dpkg-shlibdeps) echo dpkg-dev ;;
     *) echo "$1" ;;
   esac
 }

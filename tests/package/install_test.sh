@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The installed hcomm, used from outside its tree: `cmake --install` into a temporary prefix,
+# then an out-of-tree CMake project (find_package(hcomm), shared and static) and a C program
+# compiled with `cc $(pkg-config --cflags --libs hcomm)` are built against that prefix alone and
+# run as 3 ranks by the prefix's hcomm-run, their results checked.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=${1:?usage: install_test.sh BUILD_DIR SOURCE_DIR}
+src=${2:?usage: install_test.sh BUILD_DIR SOURCE_DIR}
+name=package_install
+source "$src/tests/skip.sh"
+require_tools cc pkg-config ldd
+work=$(mktemp -d /tmp/hcomm-install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+step() { echo "install_test: $*"; }
+fail() { echo "install_test: FAIL: $*"; exit 1; }
+
+step "cmake --install into $prefix"
+cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "install"; }
+for f in include/hcomm/hcomm.h include/hcomm/hcomm.hpp include/hcomm/version.h lib/libhcomm.so \
+         lib/libhcomm.so.0 lib/libhcomm.a lib/cmake/hcomm/hcommConfig.cmake lib/pkgconfig/hcomm.pc \
+         bin/hcomm-run bin/hcomm-bench bin/hcomm-info bin/hcomm-chaos; do
+  [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
+done
+
+step "out-of-tree CMake project: find_package(hcomm CONFIG COMPONENTS static)"
+cp -r "$src/tests/package/consumer" "$work/consumer"
+cmake -S "$work/consumer" -B "$work/consumer-build" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure"; }
+cmake --build "$work/consumer-build" -j2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build"; }
+
+step "C program: cc \$(pkg-config --cflags --libs hcomm)"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+flags=$(pkg-config --cflags --libs hcomm)
+case "$flags" in *"$src"* | *"$build"*) fail "pkg-config points into the source or build tree: $flags" ;; esac
+# shellcheck disable=SC2086
+cc -std=c99 -Wall -Wextra -Werror "$prefix/share/doc/hcomm/examples/c/allreduce.c" $flags \
+  -o "$work/c_allreduce" || fail "compiling the C example"
+
+export LD_LIBRARY_PATH=$prefix/lib
+for prog in consumer-build/consumer_shared c_allreduce; do
+  ldd "$work/$prog" | grep -q "$prefix/lib/libhcomm.so.0" || fail "$prog does not load the prefix's libhcomm.so.0"
+done
+if ldd "$work/consumer-build/consumer_static" | grep -q libhcomm; then fail "consumer_static loads libhcomm.so"; fi
+
+run() {
+  local prog=$1 expect=$2
+  local out
+  out=$("$prefix/bin/hcomm-run" -n 3 --timeout 120 "$work/$prog" 2>&1) || { echo "$out"; fail "$prog on 3 ranks"; }
+  echo "$out" | sed 's/^/  /'
+  grep -q "$expect" <<<"$out" || fail "$prog did not print '$expect'"
+}
+run consumer-build/consumer_shared "consumer: VERIFIED on 3 ranks"
+run consumer-build/consumer_static "consumer: VERIFIED on 3 ranks"
+run c_allreduce "on 3 ranks (hcomm .*): VERIFIED (0 wrong)"
+step "PASS: the installed prefix alone builds and runs C++ (shared, static) and C programs"
