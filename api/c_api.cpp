@@ -190,11 +190,7 @@ hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms) {
   return guarded("hcomm_work_wait", [&] {
     auto w = work_of("hcomm_work_wait", work);
     if (!w) return HCOMM_ERR_INVALID_ARG;
-    // Longer than ten years is forever; a deadline that far would overflow the clock.
-    constexpr int64_t kForeverMs = int64_t{10} * 365 * 24 * 3600 * 1000;
-    const auto timeout = timeout_ms < 0
-                             ? w->op_timeout
-                             : std::chrono::milliseconds(std::min(timeout_ms, kForeverMs));
+    const auto timeout = timeout_ms < 0 ? w->op_timeout : std::chrono::milliseconds(timeout_ms);
     return report(w->work.wait(timeout));
   });
 }

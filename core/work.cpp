@@ -6,7 +6,14 @@ namespace hcomm {
 
 Status Work::wait(std::chrono::milliseconds timeout) const {
   if (!c_) return {HCOMM_ERR_INVALID_ARG, "wait() on an empty Work handle"};
-  if (!c_->wait_until(std::chrono::steady_clock::now() + timeout))
+  using Clock = std::chrono::steady_clock;
+  const auto now = Clock::now();
+  // A timeout past the clock's range (milliseconds::max(): forever) must not overflow.
+  const auto deadline = timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       Clock::time_point::max() - now)
+                            ? Clock::time_point::max()
+                            : now + timeout;
+  if (!c_->wait_until(deadline))
     return {HCOMM_ERR_TIMEOUT,
             "operation did not complete within " + std::to_string(timeout.count()) +
                 " ms: a peer may be slow, stopped, or calling a different collective; "
