@@ -90,6 +90,7 @@ typedef struct hcomm_config {
   char algo[256];         /* forced algorithms ("allreduce=ring;broadcast=tree"); "": automatic */
   int64_t connect_timeout_ms; /* joining the rendezvous and connecting every peer */
   int64_t op_timeout_ms;      /* how long the blocking forms wait */
+  /* (both in milliseconds, 1 to 2147483647, as HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS) */
 } hcomm_config_t;
 
 /* HCOMM_ERR_INVALID_ARG naming the variable when one is set to something that does not parse. */
@@ -110,9 +111,10 @@ HCOMM_API hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm, const char* reason)
 
 /* ---- non-blocking operations: each _async form returns a work at once */
 
-/* Waits up to `timeout_ms` (negative: the communicator's op_timeout). Returns the operation's
- * status, or HCOMM_ERR_TIMEOUT while it still runs (the work stays valid: wait again or free it;
- * its buffers must stay valid until it completes). */
+/* Waits up to `timeout_ms` (negative: the communicator's op_timeout; any length, one beyond
+ * 2^41 ms, about 70 years, waits that long). Returns the operation's status, or
+ * HCOMM_ERR_TIMEOUT while it still runs (the work stays valid: wait again or free it; its
+ * buffers must stay valid until it completes). */
 HCOMM_API hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms);
 /* *done = 1 once the operation completed (hcomm_work_wait then returns its status at once). */
 HCOMM_API hcomm_status_t hcomm_work_test(hcomm_work_t work, int* done);
