@@ -233,7 +233,10 @@ HCOMM_API hcomm_status_t hcomm_ctx_close(hcomm_ctx_t ctx);
 enum { HCOMM_ACCESS_LOCAL_WRITE = 1, HCOMM_ACCESS_REMOTE_WRITE = 2, HCOMM_ACCESS_REMOTE_READ = 4 };
 /* Registers [addr, addr + size) with every RDMA device of this process, now and later: sends from
  * it go to the NIC in place whatever its alignment. The memory must stay mapped until
- * hcomm_dereg_mem(). HCOMM_ERR_MMAP names `ulimit -l` when the locked-memory limit refuses it. */
+ * hcomm_dereg_mem(). HCOMM_ERR_MMAP names `ulimit -l` when the locked-memory limit refuses it.
+ * The same range registered again gets a handle of its own on the same registration (which ends
+ * with the last handle's hcomm_dereg_mem); another size at an address registered already is
+ * refused (HCOMM_ERR_INVALID_ARG). */
 HCOMM_API hcomm_status_t hcomm_reg_mem(hcomm_ctx_t ctx, void* addr, size_t size, int access,
                                        hcomm_mr_t* mr);
 /* Ends the registration and frees the handle. */
