@@ -178,13 +178,13 @@ HCOMM_API hcomm_status_t hcomm_alltoallv_async(hcomm_comm_t comm, const void* se
                                                void* recv, const size_t* recv_counts,
                                                const size_t* recv_displs, hcomm_datatype_t dtype,
                                                hcomm_work_t* work);
-/* root's recv: size * count elements. */
+/* root's recv: size * count elements, block i from rank i (the others may pass recv = NULL). */
 HCOMM_API hcomm_status_t hcomm_gather(hcomm_comm_t comm, const void* send, void* recv, size_t count,
                                       hcomm_datatype_t dtype, int root);
 HCOMM_API hcomm_status_t hcomm_gather_async(hcomm_comm_t comm, const void* send, void* recv,
                                             size_t count, hcomm_datatype_t dtype, int root,
                                             hcomm_work_t* work);
-/* root's send: size * count elements. */
+/* root's send: size * count elements, block i to rank i (the others may pass send = NULL). */
 HCOMM_API hcomm_status_t hcomm_scatter(hcomm_comm_t comm, const void* send, void* recv,
                                        size_t count, hcomm_datatype_t dtype, int root);
 HCOMM_API hcomm_status_t hcomm_scatter_async(hcomm_comm_t comm, const void* send, void* recv,
@@ -229,7 +229,8 @@ HCOMM_API hcomm_status_t hcomm_ctx_open(hcomm_comm_t comm, hcomm_ctx_t* ctx);
 HCOMM_API hcomm_status_t hcomm_ctx_close(hcomm_ctx_t ctx);
 
 /* Access flags of a registration (ibverbs' IBV_ACCESS_*): hcomm's transports need local write,
- * and remote read and write for one-sided transfers. Any other bit is refused. */
+ * and remote read and write for one-sided transfers. HCOMM_ACCESS_LOCAL_WRITE is required; any
+ * other bit is refused. */
 enum { HCOMM_ACCESS_LOCAL_WRITE = 1, HCOMM_ACCESS_REMOTE_WRITE = 2, HCOMM_ACCESS_REMOTE_READ = 4 };
 /* Registers [addr, addr + size) with every RDMA device of this process, now and later: sends from
  * it go to the NIC in place whatever its alignment. The memory must stay mapped until
