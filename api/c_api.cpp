@@ -1,5 +1,7 @@
 // The C API's communicators, works, configuration and names (include/hcomm/hcomm.h).
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "api/c_api_support.hpp"
@@ -12,6 +14,12 @@ using hcomm::Config;
 using hcomm::Status;
 
 namespace {
+
+/// The longest timeouts of a configuration: those its variables accept (core/config_vars.cpp).
+constexpr int64_t kMaxConfigTimeoutMs = INT32_MAX;
+/// hcomm_work_wait waits at most this long (2^41 ms, about 70 years): a deadline later than
+/// that would overflow steady_clock's nanoseconds.
+constexpr int64_t kMaxWaitMs = int64_t{1} << 41;
 
 /// Copies `text` into `out` (NUL-terminated); false when it does not fit.
 template <size_t N>
@@ -52,10 +60,11 @@ bool apply(const hcomm_config_t* c, Config* cfg) {
     invalid(what, "a string field of hcomm_config_t is not NUL-terminated within its array");
     return false;
   }
-  if (c->connect_timeout_ms <= 0 || c->op_timeout_ms <= 0) {
+  if (c->connect_timeout_ms <= 0 || c->op_timeout_ms <= 0 ||
+      c->connect_timeout_ms > kMaxConfigTimeoutMs || c->op_timeout_ms > kMaxConfigTimeoutMs) {
     invalid(what,
-            "connect_timeout_ms and op_timeout_ms must be positive (hcomm_config_init "
-            "fills them)");
+            "connect_timeout_ms and op_timeout_ms must be in [1, 2147483647] milliseconds, as "
+            "HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS (hcomm_config_init fills them)");
     return false;
   }
   cfg->rank = c->rank;
@@ -190,7 +199,9 @@ hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms) {
   return guarded("hcomm_work_wait", [&] {
     auto w = work_of("hcomm_work_wait", work);
     if (!w) return HCOMM_ERR_INVALID_ARG;
-    const auto timeout = timeout_ms < 0 ? w->op_timeout : std::chrono::milliseconds(timeout_ms);
+    const auto timeout = timeout_ms < 0
+                             ? w->op_timeout
+                             : std::chrono::milliseconds(std::min(timeout_ms, kMaxWaitMs));
     return report(w->work.wait(timeout));
   });
 }

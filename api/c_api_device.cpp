@@ -1,5 +1,7 @@
 // The C API's device context, memory registration and QoS (include/hcomm/hcomm.h): the articles'
 // dev_ctx calls over hcomm::register_memory() and Communicator::set_qos().
+#include <map>
+
 #include "api/c_api_support.hpp"
 #include "hcomm/memory.hpp"
 #include "hcomm/qos.hpp"
@@ -12,6 +14,23 @@ namespace {
 
 constexpr int kAccessFlags =
     HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE | HCOMM_ACCESS_REMOTE_READ;
+
+/// The ranges registered through hcomm_reg_mem, by address. hcomm::register_memory() keeps one
+/// registration per address, so the handles of one range share it (the last one's
+/// hcomm_dereg_mem ends it) and another size at a registered address is refused. Never
+/// destroyed, as the handle tables.
+struct Registered {
+  size_t size = 0;
+  int handles = 0;
+};
+struct Registrations {
+  std::mutex mutex;
+  std::map<const void*, Registered> by_addr;
+};
+Registrations& registrations() {
+  static auto* r = new Registrations;
+  return *r;
+}
 
 std::shared_ptr<ContextObject> context_of(const char* what, hcomm_ctx_t h) {
   if (h == nullptr) {
@@ -80,8 +99,19 @@ hcomm_status_t hcomm_reg_mem(hcomm_ctx_t ctx, void* addr, size_t size, int acces
                      "access " + std::to_string(access) +
                          " is refused: include HCOMM_ACCESS_LOCAL_WRITE, and no flag "
                          "besides it, HCOMM_ACCESS_REMOTE_WRITE and HCOMM_ACCESS_REMOTE_READ");
-    hcomm::Status st = hcomm::register_memory(addr, size);
-    if (!st.ok()) return report(st);
+    auto& reg = registrations();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto it = reg.by_addr.find(addr);
+    if (it != reg.by_addr.end() && it->second.size != size)
+      return invalid(what, "the memory at this address is registered already with " +
+                               std::to_string(it->second.size) + " bytes, not " +
+                               std::to_string(size) + ": hcomm_dereg_mem() that first");
+    if (it == reg.by_addr.end()) {
+      hcomm::Status st = hcomm::register_memory(addr, size);
+      if (!st.ok()) return report(st);
+      it = reg.by_addr.emplace(addr, Registered{size, 0}).first;
+    }
+    ++it->second.handles;
     auto object = std::make_shared<MemoryObject>();
     object->addr = addr;
     object->size = size;
@@ -96,6 +126,11 @@ hcomm_status_t hcomm_dereg_mem(hcomm_mr_t mr) {
     auto object = memories().remove(number_of(mr));
     if (!object)
       return invalid("hcomm_dereg_mem", "not a registration handle (deregistered already?)");
+    auto& reg = registrations();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto it = reg.by_addr.find(object->addr);
+    if (it != reg.by_addr.end() && --it->second.handles > 0) return HCOMM_SUCCESS;
+    if (it != reg.by_addr.end()) reg.by_addr.erase(it);
     return report(hcomm::deregister_memory(object->addr, object->size));
   });
 }

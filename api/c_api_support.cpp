@@ -12,21 +12,25 @@ uintptr_t next_handle_number() {
   return next.fetch_add(2, std::memory_order_relaxed);
 }
 
+// The tables are never destroyed: what the application did not free stays as it is at exit,
+// as a C++ Communicator that was never deleted does. Destroyed by exit's static destructors, a
+// communicator left in the table would be torn down after the libraries it runs on (CAF's
+// actor system) and corrupt the heap instead of letting the process exit with its status.
 HandleTable<CommObject>& comms() {
-  static HandleTable<CommObject> table;
-  return table;
+  static auto* table = new HandleTable<CommObject>;
+  return *table;
 }
 HandleTable<WorkObject>& works() {
-  static HandleTable<WorkObject> table;
-  return table;
+  static auto* table = new HandleTable<WorkObject>;
+  return *table;
 }
 HandleTable<ContextObject>& contexts() {
-  static HandleTable<ContextObject> table;
-  return table;
+  static auto* table = new HandleTable<ContextObject>;
+  return *table;
 }
 HandleTable<MemoryObject>& memories() {
-  static HandleTable<MemoryObject> table;
-  return table;
+  static auto* table = new HandleTable<MemoryObject>;
+  return *table;
 }
 
 hcomm_status_t report(const Status& status) {

@@ -90,6 +90,7 @@ typedef struct hcomm_config {
   char algo[256];         /* forced algorithms ("allreduce=ring;broadcast=tree"); "": automatic */
   int64_t connect_timeout_ms; /* joining the rendezvous and connecting every peer */
   int64_t op_timeout_ms;      /* how long the blocking forms wait */
+  /* (both in milliseconds, 1 to 2147483647, as HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS) */
 } hcomm_config_t;
 
 /* HCOMM_ERR_INVALID_ARG naming the variable when one is set to something that does not parse. */
@@ -110,9 +111,10 @@ HCOMM_API hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm, const char* reason)
 
 /* ---- non-blocking operations: each _async form returns a work at once */
 
-/* Waits up to `timeout_ms` (negative: the communicator's op_timeout). Returns the operation's
- * status, or HCOMM_ERR_TIMEOUT while it still runs (the work stays valid: wait again or free it;
- * its buffers must stay valid until it completes). */
+/* Waits up to `timeout_ms` (negative: the communicator's op_timeout; any length, one beyond
+ * 2^41 ms, about 70 years, waits that long). Returns the operation's status, or
+ * HCOMM_ERR_TIMEOUT while it still runs (the work stays valid: wait again or free it; its
+ * buffers must stay valid until it completes). */
 HCOMM_API hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms);
 /* *done = 1 once the operation completed (hcomm_work_wait then returns its status at once). */
 HCOMM_API hcomm_status_t hcomm_work_test(hcomm_work_t work, int* done);
@@ -176,13 +178,13 @@ HCOMM_API hcomm_status_t hcomm_alltoallv_async(hcomm_comm_t comm, const void* se
                                                void* recv, const size_t* recv_counts,
                                                const size_t* recv_displs, hcomm_datatype_t dtype,
                                                hcomm_work_t* work);
-/* root's recv: size * count elements. */
+/* root's recv: size * count elements, block i from rank i (the others may pass recv = NULL). */
 HCOMM_API hcomm_status_t hcomm_gather(hcomm_comm_t comm, const void* send, void* recv, size_t count,
                                       hcomm_datatype_t dtype, int root);
 HCOMM_API hcomm_status_t hcomm_gather_async(hcomm_comm_t comm, const void* send, void* recv,
                                             size_t count, hcomm_datatype_t dtype, int root,
                                             hcomm_work_t* work);
-/* root's send: size * count elements. */
+/* root's send: size * count elements, block i to rank i (the others may pass send = NULL). */
 HCOMM_API hcomm_status_t hcomm_scatter(hcomm_comm_t comm, const void* send, void* recv,
                                        size_t count, hcomm_datatype_t dtype, int root);
 HCOMM_API hcomm_status_t hcomm_scatter_async(hcomm_comm_t comm, const void* send, void* recv,
@@ -227,11 +229,15 @@ HCOMM_API hcomm_status_t hcomm_ctx_open(hcomm_comm_t comm, hcomm_ctx_t* ctx);
 HCOMM_API hcomm_status_t hcomm_ctx_close(hcomm_ctx_t ctx);
 
 /* Access flags of a registration (ibverbs' IBV_ACCESS_*): hcomm's transports need local write,
- * and remote read and write for one-sided transfers. Any other bit is refused. */
+ * and remote read and write for one-sided transfers. HCOMM_ACCESS_LOCAL_WRITE is required; any
+ * other bit is refused. */
 enum { HCOMM_ACCESS_LOCAL_WRITE = 1, HCOMM_ACCESS_REMOTE_WRITE = 2, HCOMM_ACCESS_REMOTE_READ = 4 };
 /* Registers [addr, addr + size) with every RDMA device of this process, now and later: sends from
  * it go to the NIC in place whatever its alignment. The memory must stay mapped until
- * hcomm_dereg_mem(). HCOMM_ERR_MMAP names `ulimit -l` when the locked-memory limit refuses it. */
+ * hcomm_dereg_mem(). HCOMM_ERR_MMAP names `ulimit -l` when the locked-memory limit refuses it.
+ * The same range registered again gets a handle of its own on the same registration (which ends
+ * with the last handle's hcomm_dereg_mem); another size at an address registered already is
+ * refused (HCOMM_ERR_INVALID_ARG). */
 HCOMM_API hcomm_status_t hcomm_reg_mem(hcomm_ctx_t ctx, void* addr, size_t size, int access,
                                        hcomm_mr_t* mr);
 /* Ends the registration and frees the handle. */
