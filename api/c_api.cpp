@@ -17,10 +17,6 @@ namespace {
 
 /// The longest timeouts of a configuration: those its variables accept (core/config_vars.cpp).
 constexpr int64_t kMaxConfigTimeoutMs = INT32_MAX;
-/// hcomm_work_wait waits at most this long (2^41 ms, about 70 years): a deadline later than
-/// that would overflow steady_clock's nanoseconds.
-constexpr int64_t kMaxWaitMs = int64_t{1} << 41;
-
 /// Copies `text` into `out` (NUL-terminated); false when it does not fit.
 template <size_t N>
 bool copy_text(const std::string& text, char (&out)[N]) {
@@ -199,9 +195,8 @@ hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms) {
   return guarded("hcomm_work_wait", [&] {
     auto w = work_of("hcomm_work_wait", work);
     if (!w) return HCOMM_ERR_INVALID_ARG;
-    const auto timeout = timeout_ms < 0
-                             ? w->op_timeout
-                             : std::chrono::milliseconds(std::min(timeout_ms, kMaxWaitMs));
+    // Work::wait takes a timeout past the clock's range as forever.
+    const auto timeout = timeout_ms < 0 ? w->op_timeout : std::chrono::milliseconds(timeout_ms);
     return report(w->work.wait(timeout));
   });
 }

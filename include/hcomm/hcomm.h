@@ -111,8 +111,8 @@ HCOMM_API hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm, const char* reason)
 
 /* ---- non-blocking operations: each _async form returns a work at once */
 
-/* Waits up to `timeout_ms` (negative: the communicator's op_timeout; any length, one beyond
- * 2^41 ms, about 70 years, waits that long). Returns the operation's status, or
+/* Waits up to `timeout_ms` (negative: the communicator's op_timeout; INT64_MAX: as long as it
+ * takes). Returns the operation's status, or
  * HCOMM_ERR_TIMEOUT while it still runs (the work stays valid: wait again or free it; its
  * buffers must stay valid until it completes). */
 HCOMM_API hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms);
