@@ -202,10 +202,17 @@ std::shared_ptr<core::Completion> CommunicatorImpl::copy_to_self(
     const std::vector<const PointToPointOp*>& sends,
     const std::vector<const PointToPointOp*>& recvs) {
   auto done = std::make_shared<core::Completion>();
+  Status result;
+  for (const auto* ops : {&sends, &recvs})
+    for (const PointToPointOp* p : *ops)
+      if (result.ok() && (p->tag < 0 || p->tag == INT_MAX))
+        result = {HCOMM_ERR_INVALID_ARG,
+                  "batch: a transfer to self has tag " + std::to_string(p->tag) +
+                      ": tags must be in [0, INT_MAX) (INT_MAX is reserved)"};
   // The k-th send to self with tag t meets the k-th receive from self with tag t.
   std::vector<bool> used(recvs.size(), false);
-  Status result;
-  for (const auto* s : sends) {
+  for (size_t k = 0; result.ok() && k < sends.size(); ++k) {
+    const PointToPointOp* s = sends[k];
     size_t match = recvs.size();
     for (size_t i = 0; i < recvs.size() && match == recvs.size(); ++i)
       if (!used[i] && recvs[i]->tag == s->tag) match = i;

@@ -1413,6 +1413,14 @@ static void bad_batches(hcomm_comm_t c) {
   ops[0].count = 1;
   EXPECT_INVALID(hcomm_batch(c, ops, 2), "batch", "buffers");
   CHECK(y[0] == 0 && y[1] == 0);
+  /* a send to self and its receive with a tag out of range (-1, and INT_MAX, hcomm's own) */
+  static const int bad_self_tags[2] = {-1, INT_MAX};
+  for (int i = 0; i < 2; ++i) {
+    ops[0] = (hcomm_p2p_op_t){HCOMM_P2P_SEND, x, 1, HCOMM_INT32, g_rank, bad_self_tags[i]};
+    ops[1] = (hcomm_p2p_op_t){HCOMM_P2P_RECV, y, 1, HCOMM_INT32, g_rank, bad_self_tags[i]};
+    EXPECT_INVALID(hcomm_batch(c, ops, 2), "batch", "tag");
+    CHECK(y[0] == 0);
+  }
   /* a peer out of range: refused before it concerns anybody */
   ops[0] = (hcomm_p2p_op_t){HCOMM_P2P_SEND, x, 1, HCOMM_INT32, g_size, 3};
   EXPECT_INVALID(hcomm_batch(c, ops, 1), "send", "peer");
