@@ -31,11 +31,14 @@ class CommunicatorImpl::EngineDriver final : public core::ProgressDriver {
 
 namespace {
 
-/// Point-to-point operations are keyed by (tag, n-th message of that tag between the pair): the
-/// sender and the receiver count alike. The top bit keeps them apart from collective numbers.
-uint64_t p2p_key(int tag, uint32_t nth) {
+/// Point-to-point operations are keyed by (tag, direction, n-th message of that tag in that
+/// direction between the pair): the sender and the receiver count alike. The direction (bit 31:
+/// the lower rank sends) keeps a pair's two directions apart, so that an abort notice for one
+/// never fails the other; the top bit keeps them all apart from collective numbers.
+uint64_t p2p_key(int tag, bool lower_sends, uint32_t nth) {
   return (uint64_t{1} << 63) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) | nth;
+         (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) |
+         (lower_sends ? uint64_t{1} << 31 : 0) | (nth & 0x7fffffffu);
 }
 
 std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
@@ -106,9 +109,12 @@ void CommunicatorImpl::log_choice(const collectives::Operation& op,
 Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
   Work work(op->completion);
   const bool collective = collectives::is_collective(op->kind);
-  // A rejected point-to-point operation whose peer is unusable concerns nobody else.
+  // A rejected point-to-point operation concerns nobody else when its peer is unusable or its tag
+  // out of range (no receive can match it; hcomm's own transfers use kReservedTag, which a
+  // user's call may not).
   const bool local_only =
-      !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank);
+      !collective && (op->peer < 0 || op->peer >= cfg_.world_size || op->peer == cfg_.rank ||
+                      op->tag < 0 || (op->tag == kReservedTag && !op->invalid.ok()));
   if (!op->invalid.ok()) {
     HCOMM_LOG(warn, core::log::kColl, "%s rejected: %s", collectives::op_kind_name(op->kind),
               op->invalid.message().c_str());
@@ -142,7 +148,9 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
     op->seq = next_seq_++;
   } else {
     auto& counters = op->kind == collectives::OpKind::send ? sends_ : recvs_;
-    op->seq = p2p_key(op->tag, counters[{op->peer, op->tag}]++);
+    const bool sending = op->kind == collectives::OpKind::send;
+    const bool lower_sends = sending ? cfg_.rank < op->peer : op->peer < cfg_.rank;
+    op->seq = p2p_key(op->tag, lower_sends, counters[{op->peer, op->tag}]++);
   }
   collectives::Schedule schedule;
   if (op->invalid.ok()) {

@@ -233,6 +233,24 @@ int main(int argc, char** argv) {
     expect(st, HCOMM_ERR_INVALID_ARG, "bytes", "recv size mismatch (receiver)");
   }
 
+  // A rejected send fails its receiver's matching receive, and nothing else: the same tag the
+  // other way, afterwards, still carries its message.
+  if (rank <= 1 && size >= 2) {
+    std::vector<float> sent(10, 2.5f + static_cast<float>(rank)), got(10, 0.0f);
+    if (rank == 0) {
+      expect(c.send(nullptr, 10, DataType::float32, 1, 7), HCOMM_ERR_INVALID_ARG, "null",
+             "a rejected send (sender)");
+      st = c.recv(got.data(), 10, DataType::float32, 1, 7);
+    } else {
+      expect(c.recv(got.data(), 10, DataType::float32, 0, 7), HCOMM_ERR_INVALID_ARG, "rank 0",
+             "the rejected send's receive (receiver)");
+      st = c.send(sent.data(), 10, DataType::float32, 0, 7);
+    }
+    const bool right = rank == 1 || got == std::vector<float>(10, 3.5f);
+    expect(st.ok() && !right ? Status{HCOMM_ERR_INTERNAL, "wrong elements"} : st, HCOMM_SUCCESS,
+           nullptr, "the same tag the other way after a rejected send");
+  }
+
   // A receive nobody sends: the deadline is honoured and the operation stays in flight.
   if (rank == 0) {
     Work w = c.recv_async(b.data(), 10, DataType::float32, 1, 99);
