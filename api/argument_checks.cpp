@@ -27,8 +27,8 @@ Status check_buffer(const char* what, const char* role, const void* p, size_t co
     return {HCOMM_ERR_INVALID_ARG,
             std::string(what) + ": count " + std::to_string(count) + " is too large"};
   if (count > 0 && p == nullptr)
-    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": null " + role + " buffer with " +
-                                       std::to_string(count) +
+    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": null " + role + (*role ? " " : "") +
+                                       "buffer with " + std::to_string(count) +
                                        " elements (pass a valid buffer, or count 0)"};
   return {};
 }
