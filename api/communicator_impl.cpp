@@ -125,6 +125,8 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
   }
   {
     std::lock_guard<std::mutex> lock(abort_mutex_);
+    // On one host a peer's abort is on the slot board before its notice crosses the links.
+    if (aborted_.ok() && slots_) aborted_ = slots_->abort_status();
     if (!aborted_.ok()) {
       op->completion->complete(aborted_);
       return work;
@@ -255,6 +257,8 @@ void CommunicatorImpl::abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
   }
+  // The peers hear of it over the links and, on one host, through the slot board.
+  if (slots_) slots_->abort(reason);
   control_->abort(reason);
 }
 

@@ -107,6 +107,31 @@ void SlotCollectives::start(OperationPtr op, std::chrono::milliseconds timeout,
   progress(&b, finished);
 }
 
+void SlotCollectives::abort(const std::string& reason) {
+  board_.post_abort(rank_, reason);
+  // Whoever sleeps on this rank's words looks again now, and fails.
+  auto& mine = board_.progress(rank_);
+  core::futex_wake(&mine.done, INT_MAX, core::FutexScope::shared);
+  for (uint32_t d = 0; d < SlotBoard::kDepth; ++d)
+    core::futex_wake(&board_.slot(rank_, d).seq, INT_MAX, core::FutexScope::shared);
+  Finished finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Blocker b;
+    progress(&b, &finished);  // every pending operation fails at the front, in order
+  }
+  complete(finished);
+}
+
+Status SlotCollectives::abort_status() const {
+  auto notice = board_.abort_notice();
+  if (!notice) return {};
+  if (notice->first == rank_)
+    return {HCOMM_ERR_ABORTED, "the communicator was aborted: " + notice->second};
+  return {HCOMM_ERR_ABORTED,
+          "rank " + std::to_string(notice->first) + " aborted the communicator: " + notice->second};
+}
+
 void SlotCollectives::complete(Finished& finished) {
   // Outside the lock: a completion callback may start the next operation.
   for (auto& [op, status] : finished) op->completion->complete(std::move(status));
@@ -133,6 +158,8 @@ bool SlotCollectives::progress(Blocker* b, Finished* finished) {
 }
 
 bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
+  // After an abort nothing is published: the operation fails at the front (try_complete).
+  if (!abort_status().ok()) return false;
   // The slot last held operation seq - kDepth: every reader must be done with it, this rank
   // included (it reads its own part back when it completes that operation).
   if (p.seq > SlotBoard::kDepth) {
@@ -175,12 +202,18 @@ bool SlotCollectives::try_publish(Pending& p, Blocker* b) {
 }
 
 bool SlotCollectives::try_complete(Pending& p, Blocker* b, Finished* finished) {
-  Status status = p.op->invalid;
+  // After an abort every operation fails, published or not (a staged one says so to the others).
+  const Status aborted = abort_status();
+  Status status = aborted.ok() ? p.op->invalid : aborted;
   if (!p.published) {
     // Stuck behind a slow reader: only a deadline or a dead peer ends this (without writing the
     // slot, which a late reader may still be reading).
-    status = check_stuck(p, *b);
-    if (status.ok()) return false;
+    if (aborted.ok()) {
+      status = check_stuck(p, *b);
+      if (status.ok()) return false;
+    }
+  } else if (!aborted.ok()) {
+    if (stages(*p.op)) staged_.abandon(p.seq);
   } else if (status.ok()) {
     const Operation& op = *p.op;
     for (int q = 0; q < board_.size() && status.ok() && !p.staging; ++q) {

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,12 @@ class SlotCollectives final : public core::ProgressDriver, public transport::Pol
   /// no lock, since a completion callback may start the next operation.
   void start(OperationPtr op, std::chrono::milliseconds timeout, Finished* finished);
   static void complete(Finished& finished);
+  /// Communicator::abort(): tells every rank through the board, and fails what is pending here
+  /// (HCOMM_ERR_ABORTED). From then on every rank's slot operations fail, saying who aborted
+  /// and why. Any thread; never blocks on a peer.
+  void abort(const std::string& reason);
+  /// HCOMM_ERR_ABORTED, saying who and why, once some rank aborted (SlotBoard::abort_notice).
+  Status abort_status() const;
 
   // core::ProgressDriver: progresses until `c` is done or `deadline`.
   void drive(const core::Completion& c, Clock::time_point deadline) override;

@@ -216,13 +216,16 @@ std::unique_ptr<Communicator> create(int want_size) {
   g_rank = c->rank();
   check(c->size() == want_size, "world size", std::to_string(c->size()));
   if (c->size() != want_size) return nullptr;
-  // Failover applies to TCP links: every peer must be on one (HCOMM_TRANSPORT=tcp).
+  // Every peer on the transport the test is run over: HCOMM_TRANSPORT=tcp (failover applies to
+  // TCP links) or shm (aborts through the slot board).
+  const char* forced = std::getenv("HCOMM_TRANSPORT");
+  const std::string want = forced != nullptr && *forced != '\0' ? forced : "tcp";
   std::string wrong;
   for (const RankInfo& r : c->ranks())
-    if (r.rank != c->rank() && (r.transport != "tcp" || r.primary_transport != "tcp"))
+    if (r.rank != c->rank() && (r.transport != want || r.primary_transport != want))
       wrong += " rank " + std::to_string(r.rank) + ": " + r.transport + "/" + r.primary_transport;
-  check(wrong.empty(), "every peer on tcp (transport/primary_transport)",
-        wrong.empty() ? "" : wrong + " (run with HCOMM_TRANSPORT=tcp)");
+  check(wrong.empty(), "every peer on " + want + " (transport/primary_transport)",
+        wrong.empty() ? "" : wrong + " (run with HCOMM_TRANSPORT=tcp or shm)");
   return c;
 }
 

@@ -1,7 +1,9 @@
 #include "transport/shm/slot_board.hpp"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <thread>
 
@@ -16,6 +18,10 @@ constexpr size_t kBoardHeaderOffset = 512;
 struct BoardHeader {
   int32_t size = 0;
   std::atomic<int32_t> attached{0};
+  /// The first rank that aborted the communicator (-1: none); its reason is written first.
+  alignas(64) std::atomic<int32_t> aborted_by{-1};
+  std::atomic<int32_t> abort_claimed{0};  ///< a rank is writing its reason
+  char abort_reason[SlotBoard::kAbortReasonBytes] = {};
   ProcessIdentity ranks[SlotBoard::kMaxRanks];
 };
 
@@ -150,6 +156,23 @@ std::byte* SlotBoard::stage_at(int rank, uint64_t position) const {
 
 ProcessIdentity SlotBoard::process(int rank) const {
   return board_header(mem_.data()).ranks[rank];
+}
+
+void SlotBoard::post_abort(int rank, const std::string& reason) const {
+  BoardHeader& h = board_header(mem_.data());
+  int32_t unclaimed = 0;
+  if (!h.abort_claimed.compare_exchange_strong(unclaimed, 1)) return;  // the first one stands
+  const size_t n = std::min(reason.size(), kAbortReasonBytes - 1);
+  std::memcpy(h.abort_reason, reason.data(), n);
+  h.abort_reason[n] = '\0';
+  h.aborted_by.store(rank, std::memory_order_release);
+}
+
+std::optional<std::pair<int, std::string>> SlotBoard::abort_notice() const {
+  const BoardHeader& h = board_header(mem_.data());
+  const int32_t by = h.aborted_by.load(std::memory_order_acquire);
+  if (by < 0) return std::nullopt;
+  return std::make_pair(static_cast<int>(by), std::string(h.abort_reason));
 }
 
 }  // namespace hcomm::transport::shm

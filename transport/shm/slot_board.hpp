@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "hcomm/status.hpp"
 #include "transport/shm/link_segment.hpp"
@@ -115,6 +117,14 @@ class SlotBoard {
   std::byte* stage_at(int rank, uint64_t position) const;
   /// The process behind `rank` (for liveness checks while waiting on it).
   ProcessIdentity process(int rank) const;
+
+  /// Reasons longer than this are cut.
+  static constexpr size_t kAbortReasonBytes = 512;
+  /// `rank` aborted the communicator for `reason`: every rank's slot operations fail from now
+  /// on (Communicator::abort). Only the first rank's notice stands. Any thread.
+  void post_abort(int rank, const std::string& reason) const;
+  /// Who aborted the communicator and why; nothing while nobody has. Any thread.
+  std::optional<std::pair<int, std::string>> abort_notice() const;
 
  private:
   /// Every rank's staging ring is used from the first staged allreduce on.
