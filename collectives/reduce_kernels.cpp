@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "collectives/half_float.hpp"
+#include "compression/half_float.hpp"
 
 // Structure: a Codec says how an element is stored and which type the op computes in; an Op
 // combines two values in place (acc = acc op x). Ops are templates over the value type so one
@@ -16,6 +16,11 @@
 
 namespace hcomm::collectives {
 namespace {
+
+using compression::bfloat16_to_float;
+using compression::float_to_bfloat16;
+using compression::float_to_half;
+using compression::half_to_float;
 
 // ---- Codecs -------------------------------------------------------------------------------------
 

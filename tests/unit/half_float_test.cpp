@@ -1,7 +1,7 @@
 // Tests for the float <-> float16 / bfloat16 conversions: known bit patterns, exhaustive decoding,
 // rounding against the independent reference of hcomm_reference (in double), and agreement with
 // F16C.
-#include "collectives/half_float.hpp"
+#include "compression/half_float.hpp"
 
 #include <immintrin.h>
 
@@ -20,10 +20,10 @@
 
 namespace {
 
-using hcomm::collectives::bfloat16_to_float;
-using hcomm::collectives::float_to_bfloat16;
-using hcomm::collectives::float_to_half;
-using hcomm::collectives::half_to_float;
+using hcomm::compression::bfloat16_to_float;
+using hcomm::compression::float_to_bfloat16;
+using hcomm::compression::float_to_half;
+using hcomm::compression::half_to_float;
 
 float from_bits(uint32_t u) {
   float f;

@@ -1,6 +1,6 @@
 // Tests for the reduction kernels: every dtype x op against the scalar reference of
 // hcomm_reference (tools/reference/, in int64/double, independent of the kernels and of
-// collectives/half_float.hpp), over counts that hit the vector tails, shifted (unaligned)
+// compression/half_float.hpp), over counts that hit the vector tails, shifted (unaligned)
 // buffers and every aliasing form; the AVX2/F16C and the baseline builds must agree bit for bit.
 #include "collectives/reduce_kernels.hpp"
 

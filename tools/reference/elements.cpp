@@ -1,5 +1,5 @@
 // Rounding and encoding by hand, from the definitions of the formats: nothing here calls hcomm's
-// own conversions (collectives/half_float.hpp) or relies on the compiler's float16 support.
+// own conversions (compression/half_float.hpp) or relies on the compiler's float16 support.
 #include "reference/elements.hpp"
 
 #include <algorithm>

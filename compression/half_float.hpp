@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace hcomm::collectives {
+namespace hcomm::compression {
 
 /// float -> binary16 bits. Magnitudes from 65520 up become infinity.
 uint16_t float_to_half(float f);
@@ -35,4 +35,4 @@ inline float bfloat16_to_float(uint16_t b) {
   return f;
 }
 
-}  // namespace hcomm::collectives
+}  // namespace hcomm::compression

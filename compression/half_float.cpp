@@ -1,6 +1,6 @@
-#include "collectives/half_float.hpp"
+#include "compression/half_float.hpp"
 
-namespace hcomm::collectives {
+namespace hcomm::compression {
 
 uint16_t float_to_half(float f) {
   uint32_t u;
@@ -56,4 +56,4 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-}  // namespace hcomm::collectives
+}  // namespace hcomm::compression
