@@ -26,6 +26,7 @@ using dataplane::DataPlane;
 struct CommunicatorControl::State {
   std::shared_ptr<Runtime> runtime;
   std::shared_ptr<DataPlane> plane;  // the only owner (see CommunicatorActors::spawn)
+  std::shared_ptr<collectives::CompressionPolicy> compression;
   std::unique_ptr<CommunicatorActors> actors;
   int rank = 0;
   uint64_t uid = 0;
@@ -104,6 +105,14 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   params.fallback = phases.fallback();
   params.config = cfg;
   params.gate = &runtime->send_gate();
+  {
+    std::vector<bool> same_host;
+    for (const dataplane::PeerPlan& p : params.peers)
+      same_host.push_back(p.record.host_id == phases.host().id);
+    params.compression = std::make_shared<collectives::CompressionPolicy>(
+        std::move(same_host), cfg.comp_threshold, cfg.comp_error_feedback);
+  }
+  auto compression = params.compression;
   std::vector<std::string> endpoints;  // for log lines about a peer
   std::vector<std::string> transports;
   std::vector<RankPlace> places;
@@ -122,6 +131,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->actors = CommunicatorActors::spawn(runtime, plane, cfg.rank, std::move(endpoints),
                                             std::move(supervised), deadline, ready);
   state->plane = std::move(plane);
+  state->compression = std::move(compression);
   state->rank = cfg.rank;
   state->uid = uid;
   state->cfg = cfg;
@@ -226,6 +236,10 @@ uint64_t CommunicatorControl::bytes_sent(int peer) const {
 
 std::string CommunicatorControl::carrier_to(int peer) const {
   return state_->plane->carrier(peer);
+}
+
+collectives::CompressionPolicy& CommunicatorControl::compression() const {
+  return *state_->compression;
 }
 
 FailoverStats CommunicatorControl::failover_stats() const {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/compression_policy.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
 #include "dataplane/peer_plan.hpp"
@@ -53,6 +54,8 @@ class CommunicatorControl {
   /// What carries traffic to `peer` now (RankInfo::transport).
   std::string carrier_to(int peer) const;
   FailoverStats failover_stats() const;
+  /// Any thread: the communicator's compression policy (see collectives/compression_policy.hpp).
+  collectives::CompressionPolicy& compression() const;
   std::vector<int> lost_peers() const;
   /// Any thread, never blocks: Communicator::abort().
   void abort(const std::string& reason);

@@ -10,6 +10,7 @@
 
 using namespace hcomm::api::c;
 using hcomm::Communicator;
+using hcomm::Compression;
 using hcomm::Config;
 using hcomm::Status;
 
@@ -44,7 +45,21 @@ hcomm_status_t fill(const Config& cfg, hcomm_config_t* c) {
                    "HCOMM_TRANSPORT, HCOMM_SOCKET_IFNAME, HCOMM_ALGO)");
   c->connect_timeout_ms = cfg.connect_timeout.count();
   c->op_timeout_ms = cfg.op_timeout.count();
+  c->compression = static_cast<hcomm_compression_t>(cfg.compression);
+  c->comp_threshold = cfg.comp_threshold;
   return HCOMM_SUCCESS;
+}
+
+static_assert(HCOMM_COMPRESSION_NONE == static_cast<int>(Compression::none) &&
+                  HCOMM_COMPRESSION_FP16 == static_cast<int>(Compression::fp16) &&
+                  HCOMM_COMPRESSION_BF16 == static_cast<int>(Compression::bf16) &&
+                  HCOMM_COMPRESSION_DELTA == static_cast<int>(Compression::delta) &&
+                  HCOMM_COMPRESSION_ZSTD == static_cast<int>(Compression::zstd) &&
+                  HCOMM_COMPRESSION_AUTO == static_cast<int>(Compression::automatic),
+              "hcomm_compression_t mirrors hcomm::Compression");
+
+bool valid_compression(int mode) {
+  return mode >= HCOMM_COMPRESSION_NONE && mode <= HCOMM_COMPRESSION_AUTO;
 }
 
 /// `c` over the defaults and the environment; false (reported) when a field is malformed.
@@ -63,6 +78,14 @@ bool apply(const hcomm_config_t* c, Config* cfg) {
             "HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS (hcomm_config_init fills them)");
     return false;
   }
+  if (!valid_compression(c->compression) || c->comp_threshold > (size_t{1} << 30)) {
+    invalid(what,
+            "compression must be one of HCOMM_COMPRESSION_* and comp_threshold at most 1G "
+            "(hcomm_config_init fills both)");
+    return false;
+  }
+  cfg->compression = static_cast<Compression>(c->compression);
+  cfg->comp_threshold = c->comp_threshold;
   cfg->rank = c->rank;
   cfg->world_size = c->world_size;
   cfg->root_addr = root;
@@ -168,6 +191,30 @@ hcomm_status_t hcomm_comm_rank(hcomm_comm_t comm, int* rank) {
     auto c = comm_of("hcomm_comm_rank", comm);
     if (!c) return HCOMM_ERR_INVALID_ARG;
     *rank = c->rank();
+    return HCOMM_SUCCESS;
+  });
+}
+
+hcomm_status_t hcomm_comm_set_compression(hcomm_comm_t comm, hcomm_compression_t mode) {
+  const char* what = "hcomm_comm_set_compression";
+  return guarded(what, [&] {
+    auto c = comm_of(what, comm);
+    if (!c) return HCOMM_ERR_INVALID_ARG;
+    if (!valid_compression(mode))
+      return invalid(what, "mode " + std::to_string(static_cast<int>(mode)) +
+                               " is none of HCOMM_COMPRESSION_NONE ... HCOMM_COMPRESSION_AUTO");
+    c->set_compression(static_cast<Compression>(mode));
+    return HCOMM_SUCCESS;
+  });
+}
+
+hcomm_status_t hcomm_comm_get_compression(hcomm_comm_t comm, hcomm_compression_t* mode) {
+  const char* what = "hcomm_comm_get_compression";
+  return guarded(what, [&] {
+    if (mode == nullptr) return invalid(what, "mode is NULL");
+    auto c = comm_of(what, comm);
+    if (!c) return HCOMM_ERR_INVALID_ARG;
+    *mode = static_cast<hcomm_compression_t>(c->compression());
     return HCOMM_SUCCESS;
   });
 }

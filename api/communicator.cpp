@@ -117,6 +117,55 @@ std::vector<int> Communicator::lost_peers() const {
   return impl_->control().lost_peers();
 }
 
+namespace {
+thread_local const Communicator::CompressionScope* innermost_scope = nullptr;
+
+/// Submits `op` with the compression mode in force for this thread.
+Work submit_in_force(const Communicator& comm, api::CommunicatorImpl& impl,
+                     collectives::OperationPtr op) {
+  op->compression = comm.compression_in_force();
+  return impl.submit(std::move(op));
+}
+
+/// The blocking form of submit_in_force().
+Status run_in_force(const Communicator& comm, api::CommunicatorImpl& impl,
+                    collectives::OperationPtr op) {
+  op->compression = comm.compression_in_force();
+  return impl.run(std::move(op));
+}
+}  // namespace
+
+Communicator::CompressionScope::CompressionScope(Communicator& comm, Compression mode)
+    : comm_(&comm), mode_(mode), outer_(innermost_scope) {
+  innermost_scope = this;
+}
+
+Communicator::CompressionScope::~CompressionScope() {
+  innermost_scope = outer_;
+}
+
+void Communicator::set_compression(Compression mode) {
+  impl_->set_compression(mode);
+}
+
+Compression Communicator::compression() const {
+  return impl_->compression();
+}
+
+Compression Communicator::compression_in_force() const {
+  for (const CompressionScope* s = innermost_scope; s != nullptr; s = s->outer_)
+    if (s->comm_ == this) return s->mode_;
+  return impl_->compression();
+}
+
+CompressionStats Communicator::compression_stats() const {
+  return impl_->control().compression().stats();
+}
+
+std::string Communicator::compression_for(size_t bytes, DataType dtype, int peer) const {
+  return impl_->control().compression().explain(compression_in_force(), dtype, peer, bytes);
+}
+
 Status Communicator::set_qos(const QosClass& qos) {
   return impl_->control_mutable().set_qos(qos);
 }
@@ -131,54 +180,60 @@ void Communicator::abort(const std::string& reason) {
 
 Work Communicator::allreduce_async(const void* send, void* recv, size_t count, DataType dtype,
                                    ReduceOp op) {
-  return impl_->submit(impl_->build().allreduce(send, recv, count, dtype, op));
+  return submit_in_force(*this, *impl_, impl_->build().allreduce(send, recv, count, dtype, op));
 }
 Work Communicator::broadcast_async(void* buf, size_t count, DataType dtype, int root) {
-  return impl_->submit(impl_->build().broadcast(buf, count, dtype, root));
+  return submit_in_force(*this, *impl_, impl_->build().broadcast(buf, count, dtype, root));
 }
 Work Communicator::reduce_async(const void* send, void* recv, size_t count, DataType dtype,
                                 ReduceOp op, int root) {
-  return impl_->submit(impl_->build().reduce(send, recv, count, dtype, op, root));
+  return submit_in_force(*this, *impl_, impl_->build().reduce(send, recv, count, dtype, op, root));
 }
 Work Communicator::allgather_async(const void* send, void* recv, size_t count, DataType dtype) {
-  return impl_->submit(impl_->build().allgather(send, recv, count, dtype));
+  return submit_in_force(*this, *impl_, impl_->build().allgather(send, recv, count, dtype));
 }
 Work Communicator::allgatherv_async(const void* send, void* recv,
                                     const std::vector<size_t>& recv_counts,
                                     const std::vector<size_t>& recv_displs, DataType dtype) {
-  return impl_->submit(impl_->build().allgatherv(send, recv, recv_counts, recv_displs, dtype));
+  return submit_in_force(*this, *impl_,
+                         impl_->build().allgatherv(send, recv, recv_counts, recv_displs, dtype));
 }
 Work Communicator::reduce_scatter_async(const void* send, void* recv, size_t recv_count,
                                         DataType dtype, ReduceOp op) {
-  return impl_->submit(impl_->build().reduce_scatter(send, recv, recv_count, dtype, op));
+  return submit_in_force(*this, *impl_,
+                         impl_->build().reduce_scatter(send, recv, recv_count, dtype, op));
 }
 Work Communicator::alltoall_async(const void* send, void* recv, size_t count, DataType dtype) {
-  return impl_->submit(impl_->build().alltoall(send, recv, count, dtype));
+  return submit_in_force(*this, *impl_, impl_->build().alltoall(send, recv, count, dtype));
 }
 Work Communicator::alltoallv_async(const void* send, const std::vector<size_t>& send_counts,
                                    const std::vector<size_t>& send_displs, void* recv,
                                    const std::vector<size_t>& recv_counts,
                                    const std::vector<size_t>& recv_displs, DataType dtype) {
-  return impl_->submit(impl_->build().alltoallv(send, send_counts, send_displs, recv, recv_counts,
-                                                recv_displs, dtype));
+  return submit_in_force(*this, *impl_,
+                         impl_->build().alltoallv(send, send_counts, send_displs, recv, recv_counts,
+                                                  recv_displs, dtype));
 }
 Work Communicator::gather_async(const void* send, void* recv, size_t count, DataType dtype,
                                 int root) {
-  return impl_->submit(impl_->build().gather(send, recv, count, dtype, root));
+  return submit_in_force(*this, *impl_, impl_->build().gather(send, recv, count, dtype, root));
 }
 Work Communicator::scatter_async(const void* send, void* recv, size_t count, DataType dtype,
                                  int root) {
-  return impl_->submit(impl_->build().scatter(send, recv, count, dtype, root));
+  return submit_in_force(*this, *impl_, impl_->build().scatter(send, recv, count, dtype, root));
 }
 Work Communicator::barrier_async() {
-  return impl_->submit(impl_->build().barrier());
+  return submit_in_force(*this, *impl_, impl_->build().barrier());
 }
 Work Communicator::send_async(const void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->submit(impl_->build().point_to_point(
-      collectives::OpKind::send, const_cast<void*>(buf), count, dtype, peer, tag));
+  return submit_in_force(
+      *this, *impl_,
+      impl_->build().point_to_point(collectives::OpKind::send, const_cast<void*>(buf), count, dtype,
+                                    peer, tag));
 }
 Work Communicator::recv_async(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->submit(
+  return submit_in_force(
+      *this, *impl_,
       impl_->build().point_to_point(collectives::OpKind::recv, buf, count, dtype, peer, tag));
 }
 Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
@@ -191,8 +246,9 @@ Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
       continue;
     }
     auto kind = is_send ? collectives::OpKind::send : collectives::OpKind::recv;
-    works.push_back(
-        impl_->submit(impl_->build().point_to_point(kind, p.buf, p.count, p.dtype, p.peer, p.tag)));
+    works.push_back(submit_in_force(
+        *this, *impl_,
+        impl_->build().point_to_point(kind, p.buf, p.count, p.dtype, p.peer, p.tag)));
   }
   works.push_back(Work(impl_->copy_to_self(self_sends, self_recvs)));
   return impl_->combine(works);
@@ -200,52 +256,58 @@ Work Communicator::batch_async(const std::vector<PointToPointOp>& ops) {
 
 Status Communicator::allreduce(const void* send, void* recv, size_t count, DataType dtype,
                                ReduceOp op) {
-  return impl_->run(impl_->build().allreduce(send, recv, count, dtype, op));
+  return run_in_force(*this, *impl_, impl_->build().allreduce(send, recv, count, dtype, op));
 }
 Status Communicator::broadcast(void* buf, size_t count, DataType dtype, int root) {
-  return impl_->run(impl_->build().broadcast(buf, count, dtype, root));
+  return run_in_force(*this, *impl_, impl_->build().broadcast(buf, count, dtype, root));
 }
 Status Communicator::reduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
                             int root) {
-  return impl_->run(impl_->build().reduce(send, recv, count, dtype, op, root));
+  return run_in_force(*this, *impl_, impl_->build().reduce(send, recv, count, dtype, op, root));
 }
 Status Communicator::allgather(const void* send, void* recv, size_t count, DataType dtype) {
-  return impl_->run(impl_->build().allgather(send, recv, count, dtype));
+  return run_in_force(*this, *impl_, impl_->build().allgather(send, recv, count, dtype));
 }
 Status Communicator::allgatherv(const void* send, void* recv,
                                 const std::vector<size_t>& recv_counts,
                                 const std::vector<size_t>& recv_displs, DataType dtype) {
-  return impl_->run(impl_->build().allgatherv(send, recv, recv_counts, recv_displs, dtype));
+  return run_in_force(*this, *impl_,
+                      impl_->build().allgatherv(send, recv, recv_counts, recv_displs, dtype));
 }
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType dtype,
                                     ReduceOp op) {
-  return impl_->run(impl_->build().reduce_scatter(send, recv, recv_count, dtype, op));
+  return run_in_force(*this, *impl_,
+                      impl_->build().reduce_scatter(send, recv, recv_count, dtype, op));
 }
 Status Communicator::alltoall(const void* send, void* recv, size_t count, DataType dtype) {
-  return impl_->run(impl_->build().alltoall(send, recv, count, dtype));
+  return run_in_force(*this, *impl_, impl_->build().alltoall(send, recv, count, dtype));
 }
 Status Communicator::alltoallv(const void* send, const std::vector<size_t>& send_counts,
                                const std::vector<size_t>& send_displs, void* recv,
                                const std::vector<size_t>& recv_counts,
                                const std::vector<size_t>& recv_displs, DataType dtype) {
-  return impl_->run(impl_->build().alltoallv(send, send_counts, send_displs, recv, recv_counts,
-                                             recv_displs, dtype));
+  return run_in_force(*this, *impl_,
+                      impl_->build().alltoallv(send, send_counts, send_displs, recv, recv_counts,
+                                               recv_displs, dtype));
 }
 Status Communicator::gather(const void* send, void* recv, size_t count, DataType dtype, int root) {
-  return impl_->run(impl_->build().gather(send, recv, count, dtype, root));
+  return run_in_force(*this, *impl_, impl_->build().gather(send, recv, count, dtype, root));
 }
 Status Communicator::scatter(const void* send, void* recv, size_t count, DataType dtype, int root) {
-  return impl_->run(impl_->build().scatter(send, recv, count, dtype, root));
+  return run_in_force(*this, *impl_, impl_->build().scatter(send, recv, count, dtype, root));
 }
 Status Communicator::barrier() {
-  return impl_->run(impl_->build().barrier());
+  return run_in_force(*this, *impl_, impl_->build().barrier());
 }
 Status Communicator::send(const void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->run(impl_->build().point_to_point(collectives::OpKind::send, const_cast<void*>(buf),
-                                                  count, dtype, peer, tag));
+  return run_in_force(
+      *this, *impl_,
+      impl_->build().point_to_point(collectives::OpKind::send, const_cast<void*>(buf), count, dtype,
+                                    peer, tag));
 }
 Status Communicator::recv(void* buf, size_t count, DataType dtype, int peer, int tag) {
-  return impl_->run(
+  return run_in_force(
+      *this, *impl_,
       impl_->build().point_to_point(collectives::OpKind::recv, buf, count, dtype, peer, tag));
 }
 Status Communicator::batch(const std::vector<PointToPointOp>& ops) {

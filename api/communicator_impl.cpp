@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/frame_codec.hpp"
 #include "core/log.hpp"
 
 namespace hcomm::api {
@@ -60,6 +61,7 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
       driver_(
           std::make_shared<EngineDriver>(*control_, spin_budget(cfg_, control_->local_ranks()))),
       ring_order_(std::move(ring_order)) {
+  compression_.store(cfg_.compression, std::memory_order_relaxed);
   // Like host_of_: empty when it would say nothing (the identity), so plans skip it.
   bool identity = true;
   for (size_t p = 0; p < ring_order_.size(); ++p) identity &= ring_order_[p] == static_cast<int>(p);
@@ -85,6 +87,8 @@ void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
   for (int h : host_of_) ++ranks_per_host[h];
   int largest = 0;
   for (const auto& [host, ranks] : ranks_per_host) largest = std::max(largest, ranks);
+  if (cost.beta_us_per_byte > 0)
+    control_->compression().set_link_speed(1.0 / cost.beta_us_per_byte);
   selector_ = std::make_unique<collectives::AlgorithmSelector>(
       cfg_.world_size, cost, forced_, cfg_.chunk_bytes,
       std::max<int>(1, static_cast<int>(ranks_per_host.size())), largest, local_cost);
@@ -156,6 +160,8 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
   }
   collectives::Schedule schedule;
   if (op->invalid.ok()) {
+    collectives::FrameCodec::round_inputs(*op,
+                                          cfg_.comp_error_feedback ? &input_residuals_ : nullptr);
     auto choice = selector_->choose(op->kind, op->agreed_bytes());
     op->algo = choice.algo;
     log_choice(*op, choice);

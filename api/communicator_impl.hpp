@@ -4,6 +4,7 @@
 // collectives in the same order).
 #pragma once
 
+#include <atomic>
 #include <climits>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "actors/communicator_control.hpp"
 #include "api/operation_builder.hpp"
 #include "collectives/algorithm_selector.hpp"
+#include "collectives/frame_codec.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/slot_collectives.hpp"
 #include "core/completion.hpp"
@@ -32,6 +34,9 @@ class CommunicatorImpl {
   const Config& config() const { return cfg_; }
   /// The operations of the public calls, their arguments checked.
   const OperationBuilder& build() const { return build_; }
+  /// The communicator's compression mode (Communicator::set_compression); any thread.
+  void set_compression(Compression mode) { compression_.store(mode, std::memory_order_relaxed); }
+  Compression compression() const { return compression_.load(std::memory_order_relaxed); }
   int rank() const { return cfg_.rank; }
   int size() const { return cfg_.world_size; }
 
@@ -94,6 +99,8 @@ class CommunicatorImpl {
   std::vector<int> host_of_;     // host index per rank, by lowest rank; empty: one host
   std::shared_ptr<collectives::SlotCollectives> slots_;  // one-host communicators: small
                                                          // collectives and larger allreduces
+  std::atomic<Compression> compression_{Compression::none};
+  collectives::FrameCodec::InputResiduals input_residuals_;  // under submit_mutex_
   std::mutex submit_mutex_;  // numbering, planning and hand-off happen in call order
   std::mutex abort_mutex_;
   Status aborted_;  // set by abort()

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/completion.hpp"
+#include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
 #include "hcomm/types.hpp"
 
@@ -75,6 +76,12 @@ struct Operation {
   std::vector<size_t> send_counts, send_displs, recv_counts, recv_displs;
   /// Set before planning: the algorithm and pipelining chunk this operation runs with.
   Algorithm algo = Algorithm::automatic;
+  /// Set at submission: how this operation's payloads travel (the communicator's mode or a
+  /// CompressionScope's). The FrameCodec applies it frame by frame.
+  Compression compression = Compression::none;
+  /// Set at submission (FrameCodec::round_inputs): the allreduce runs in place on its inputs
+  /// rounded with error feedback, so its own buffers may be rounded in place.
+  bool inputs_rounded = false;
   /// Non-OK: the arguments were rejected; the operation fails at once, and a collective tells the
   /// other ranks so that their matching operation fails too instead of waiting.
   Status invalid;

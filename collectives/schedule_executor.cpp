@@ -3,6 +3,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "collectives/decode_reduce.hpp"
 #include "collectives/reduce_kernels.hpp"
 #include "core/log.hpp"
 
@@ -12,6 +13,7 @@ struct ScheduleExecutor::SendIo final : transport::SendRequest {
   ScheduleExecutor* exec = nullptr;
   Run* run = nullptr;
   uint32_t step = 0;
+  std::vector<std::byte> wire;  // the encoded payload, when the frame is compressed
   void on_sent(const Status& status) override;
 };
 
@@ -20,6 +22,7 @@ struct ScheduleExecutor::RecvIo final : transport::RecvRequest {
   Run* run = nullptr;
   uint32_t step = 0;
   bool rejected = false;  // accept() found a mismatch: this rank tells the others
+  FrameCodec::Incoming in;
   Status accept(const transport::FrameHeader& header) override;
   void* destination() override;
   void on_piece(size_t offset, const void* data, size_t bytes) override;
@@ -124,6 +127,9 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
       return step_done(run, i);
     case Step::Kind::average:
       finalize_average(st.dst, st.bytes / dtype_size(run.op->dtype), run.op->dtype, size_);
+      // Under fp16/bf16 a value computed here must equal what peers get of it.
+      round_to(forced_codec(run.op->compression), st.dst, st.bytes / dtype_size(run.op->dtype),
+               run.op->dtype);
       return step_done(run, i);
     case Step::Kind::send: {
       SendIo& io = run.sends.emplace_back();
@@ -142,12 +148,14 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
       h.offset = st.offset;
       h.length = st.bytes;
       h.op_bytes = run.op->agreed_bytes();
-      io.payload = st.src;
+      io.payload = codec_.encode(*run.op, st, run.op->send, run.send_bytes, h, io.wire);
       // The application buffer the payload lies in (none: hcomm's scratch memory).
       auto inside = [&](const std::byte* base, size_t bytes) {
         return base != nullptr && st.src >= base && st.src + st.bytes <= base + bytes;
       };
-      if (inside(run.op->send, run.send_bytes)) {
+      if (!io.wire.empty()) {
+        // hcomm's own memory
+      } else if (inside(run.op->send, run.send_bytes)) {
         io.buffer = run.op->send;
         io.buffer_bytes = run.send_bytes;
       } else if (inside(run.op->recv, run.recv_bytes)) {
@@ -204,6 +212,8 @@ Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
   const OpKind mine = op.kind == OpKind::recv ? OpKind::send : op.kind;
   const std::string who = "rank " + std::to_string(h.src_rank);
   std::string what;
+  const bool encoded = (h.flags & transport::kFrameCodecMask) != 0;
+  in = FrameCodec::Incoming();
   if (h.op_kind != static_cast<uint8_t>(mine)) {
     what = who + " called " + op_kind_name(static_cast<OpKind>(h.op_kind)) + " where this rank (" +
            std::to_string(exec->rank_) + ") called " + op_kind_name(op.kind) +
@@ -215,7 +225,7 @@ Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
     what = who + " passed " + std::to_string(h.op_bytes) + " bytes to " + op_label(op) +
            ", this rank (" + std::to_string(exec->rank_) + ") " +
            std::to_string(op.agreed_bytes()) + " bytes: every rank must pass the same count";
-  } else if (h.length != st.bytes) {
+  } else if (!encoded && h.length != st.bytes) {
     // Ranks agree on the total but not on this piece: the V forms' per-pair counts.
     what = who + " sent " + std::to_string(h.length) + " bytes in " + op_label(op) +
            " where this rank (" + std::to_string(exec->rank_) + ") expects " +
@@ -225,6 +235,10 @@ Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
     what = who + " reduces with " + reduce_op_name(static_cast<ReduceOp>(h.redop)) +
            ", this rank with " + reduce_op_name(op.redop) + ", in " + op_label(op);
   }
+  if (what.empty() && encoded) {
+    Status codec_status = exec->codec_.accept(op, st, h, in);
+    if (!codec_status.ok()) what = codec_status.message();
+  }
   if (what.empty()) return {};
   rejected = true;
   return {HCOMM_ERR_INVALID_ARG, what};
@@ -232,16 +246,24 @@ Status ScheduleExecutor::RecvIo::accept(const transport::FrameHeader& h) {
 
 void* ScheduleExecutor::RecvIo::destination() {
   const Step& st = run->schedule.steps()[step];
+  if (in.codec != compression::Codec::none) return exec->codec_.destination(st, in);
   return st.kind == Step::Kind::recv ? st.dst : nullptr;
 }
 
 void ScheduleExecutor::RecvIo::on_piece(size_t offset, const void* data, size_t bytes) {
   const Step& st = run->schedule.steps()[step];
+  if (in.codec != compression::Codec::none)
+    return exec->codec_.on_piece(*run->op, st, in, offset, data, bytes);
   const size_t esize = dtype_size(run->op->dtype);
+  const compression::Codec lossy = forced_codec(run->op->compression);
+  if (compression::is_lossy(lossy) && compression::applies_to(lossy, run->op->dtype))
+    return reduce_rounded(lossy, st.dst + offset, st.src + offset, data, bytes / esize,
+                          run->op->dtype, run->op->redop);
   reduce(st.dst + offset, st.src + offset, data, bytes / esize, run->op->dtype, run->op->redop);
 }
 
 size_t ScheduleExecutor::RecvIo::piece_granularity() const {
+  if (in.codec != compression::Codec::none) return exec->codec_.piece_granularity(*run->op, in);
   return dtype_size(run->op->dtype);
 }
 
@@ -249,13 +271,21 @@ void ScheduleExecutor::RecvIo::on_received(const Status& status) {
   // A received frame is done with its posting; forget it so a failure does not withdraw it.
   for (auto& p : run->posted)
     if (p.second == this) p.second = nullptr;
-  exec->io_done(*run, step, status, rejected);
+  Status result = status;
+  bool tell = rejected;
+  if (result.ok() && in.codec != compression::Codec::none && !run->failed) {
+    result = exec->codec_.finish(*run->op, run->schedule.steps()[step], in);
+    tell = !result.ok();
+    in.staging = {};
+  }
+  exec->io_done(*run, step, result, tell);
 }
 
 void ScheduleExecutor::fail(Run& run, const Status& status, bool tell) {
   if (run.failed) return;
   run.failed = true;
   run.failure = status;
+  codec_.forget(*run.op, size_);
   HCOMM_LOG(warn, core::log::kColl, "%s failed: %s", op_label(*run.op).c_str(),
             status.to_string().c_str());
   for (auto& [peer, io] : run.posted) {

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/frame_codec.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/schedule.hpp"
 #include "transport/link.hpp"
@@ -32,6 +33,11 @@ class ScheduleExecutor final : public transport::LinkObserver {
   void set_link(int peer, transport::Link* link);
   /// Kept up to date with the number of running operations (not owned; may be null).
   void set_activity_counter(std::atomic<int>* counter) { activity_ = counter; }
+  /// Compresses frames as each operation's Operation::compression asks (set before operations
+  /// start; without it nothing is compressed, but what arrives compressed is still decoded).
+  void set_compression_policy(std::shared_ptr<CompressionPolicy> policy) {
+    codec_ = FrameCodec(std::move(policy));
+  }
   /// Starts `op` with its schedule.
   void start(OperationPtr op, Schedule schedule);
   /// Fails every running operation with `status` (communicator destruction).
@@ -83,6 +89,7 @@ class ScheduleExecutor final : public transport::LinkObserver {
   std::vector<std::unique_ptr<Run>> finished_;  // freed once no callback is on the stack
   int depth_ = 0;
   std::atomic<int>* activity_ = nullptr;
+  FrameCodec codec_{std::make_shared<CompressionPolicy>(std::vector<bool>(), 0, false)};
 };
 
 }  // namespace hcomm::collectives

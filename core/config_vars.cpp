@@ -105,6 +105,15 @@ constexpr std::array<ConfigVar, kNumVars> kVars = {{
     spec(Var::algo, "HCOMM_ALGO", "",
          "allreduce=ring;broadcast=tree, or one of ring, tree, rd, hd, direct, hier, auto", "algo",
          "force algorithms per operation; unset: the cost model chooses"),
+    // ---- compression
+    enumeration(
+        Var::compression, "HCOMM_COMPRESSION", "none", kCompressionModes, 0, "compression",
+        "payload codec: lossy fp16/bf16, lossless delta/zstd, auto (lossless where it pays)"),
+    entry(Var::comp_threshold, "HCOMM_COMP_THRESHOLD", VarKind::bytes, "1024", 0, int64_t{1} << 30,
+          0, "a size up to 1G", "comp_threshold", "frames smaller than this travel uncompressed"),
+    entry(Var::comp_error_feedback, "HCOMM_COMP_ERROR_FEEDBACK", VarKind::flag, "0", 0, 1, 0, "",
+          "comp_error_feedback",
+          "fp16/bf16: carry each stream's rounding error into its next payload"),
     text(Var::topo_file, "HCOMM_TOPO_FILE", "", "a path", "topo_file",
          "file placing hosts under switches and racks; rings follow it"),
     entry(Var::calibrate, "HCOMM_CALIBRATE", VarKind::flag, "1", 0, 1, 0, "", "calibrate",
@@ -177,6 +186,13 @@ static_assert(same(kFailoverModes[static_cast<int>(FailoverMode::automatic)], "a
                   same(kFailoverModes[static_cast<int>(FailoverMode::on)], "on") &&
                   same(kFailoverModes[static_cast<int>(FailoverMode::off)], "off"),
               "kFailoverModes must name FailoverMode's values in its order");
+static_assert(same(kCompressionModes[static_cast<int>(Compression::none)], "none") &&
+                  same(kCompressionModes[static_cast<int>(Compression::fp16)], "fp16") &&
+                  same(kCompressionModes[static_cast<int>(Compression::bf16)], "bf16") &&
+                  same(kCompressionModes[static_cast<int>(Compression::delta)], "delta") &&
+                  same(kCompressionModes[static_cast<int>(Compression::zstd)], "zstd") &&
+                  same(kCompressionModes[static_cast<int>(Compression::automatic)], "auto"),
+              "kCompressionModes must name Compression's values in its order");
 static_assert(same(kRdmaBufferModes[static_cast<int>(RdmaBufferMode::zero_copy)], "zero_copy") &&
                   same(kRdmaBufferModes[static_cast<int>(RdmaBufferMode::dynamic)], "dynamic") &&
                   same(kRdmaBufferModes[static_cast<int>(RdmaBufferMode::fixed)], "static"),
@@ -313,6 +329,22 @@ namespace hcomm {
 const char* to_string(FailoverMode mode) {
   const auto i = static_cast<size_t>(mode);
   return i < std::size(core::kFailoverModes) ? core::kFailoverModes[i] : "?";
+}
+
+const char* to_string(Compression mode) {
+  const auto i = static_cast<size_t>(mode);
+  return i < std::size(core::kCompressionModes) ? core::kCompressionModes[i] : "?";
+}
+
+bool parse_compression(const char* text, Compression* out) {
+  if (text == nullptr || out == nullptr) return false;
+  for (size_t i = 0; i < std::size(core::kCompressionModes); ++i) {
+    if (std::string_view(text) == core::kCompressionModes[i]) {
+      *out = static_cast<Compression>(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 const char* to_string(RdmaBufferMode mode) {

@@ -43,6 +43,9 @@ enum class Var : uint8_t {
   rdma_pin_budget_mb,
   chunk_size,
   algo,
+  compression,
+  comp_threshold,
+  comp_error_feedback,
   topo_file,
   calibrate,
   connect_timeout_ms,
@@ -82,6 +85,8 @@ enum class VarKind : uint8_t {
 
 /// The names of the enumerations' values, in the order of the enum they stand for.
 inline constexpr const char* kFailoverModes[] = {"auto", "on", "off"};  // hcomm::FailoverMode
+inline constexpr const char* kCompressionModes[] = {"none",  "fp16", "bf16",
+                                                    "delta", "zstd", "auto"};  // hcomm::Compression
 inline constexpr const char* kRdmaBufferModes[] = {"zero_copy", "dynamic",
                                                    "static"};  // hcomm::RdmaBufferMode
 inline constexpr const char* kDebugLevels[] = {"OFF",  "ERROR", "WARN",

@@ -21,6 +21,7 @@ DataPlane::DataPlane(transport::ProgressEngine& engine,
       carrier_(new std::atomic<int>[static_cast<size_t>(size())]()),
       lost_(new std::atomic<bool>[static_cast<size_t>(size())]()) {
   executor_.set_activity_counter(&engine_.active_operations());
+  if (params_.compression) executor_.set_compression_policy(params_.compression);
 }
 
 DataPlane::~DataPlane() {

@@ -37,6 +37,9 @@ struct DataPlaneParams {
   Config config;  ///< keep-alive and reconnection settings
   /// QoS: the process's send gate; the communicator's class in it is comm_uid.
   qos::SendGate* gate = nullptr;
+  /// Which codec each frame travels with (shared with the API thread, which changes the link
+  /// speed after calibration); null: nothing is compressed.
+  std::shared_ptr<collectives::CompressionPolicy> compression;
 };
 
 class DataPlane final : public transport::LinkObserver, public failover::ChannelListener {

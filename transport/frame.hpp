@@ -25,7 +25,11 @@ enum class FrameKind : uint8_t {
 enum FrameFlags : uint8_t {
   /// The sender keeps the payload in place until it is acknowledged: acknowledge at once.
   kFrameAckNow = 1,
+  /// Bits 1..3 name the payload's codec (compression::Codec's wire id; 0: the elements as they
+  /// are), so a receiver decodes whatever arrives; `length` is then the encoded size.
+  kFrameCodecMask = 0x0e,
 };
+constexpr int kFrameCodecShift = 1;
 
 struct FrameHeader {
   static constexpr uint16_t kMagic = 0x4348;  // "HC"

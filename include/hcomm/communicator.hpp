@@ -89,6 +89,15 @@ struct FailoverStats {
   std::vector<LinkEvent> events;    ///< oldest first; the last 4096
 };
 
+/// What this rank's data frames carried since the communicator was created (payload: the
+/// elements as the application has them; wire: what the frames held after their codec).
+struct CompressionStats {
+  uint64_t frames = 0;
+  uint64_t compressed_frames = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t wire_bytes = 0;
+};
+
 class HCOMM_API Communicator {
  public:
   /// Joins the world: meets the other ranks at the rendezvous root, connects to every peer and
@@ -179,6 +188,37 @@ class HCOMM_API Communicator {
   std::string algorithm_for(const std::string& op_name, size_t bytes) const;
   /// Every rank of the communicator, by rank.
   std::vector<RankInfo> ranks() const;
+
+  // ---- compression (README: "Compression")
+  /// Any thread: the codec of the operations started from now on (the one at creation is
+  /// Config::compression). Ranks may differ: a receiver decodes whatever a frame holds.
+  void set_compression(Compression mode);
+  Compression compression() const;
+  /// The mode this thread's next operation on this communicator uses (its innermost
+  /// CompressionScope's, else compression()).
+  Compression compression_in_force() const;
+  /// The per-operation override: while a scope lives, the operations its thread starts on
+  /// `comm` use `mode` instead of the communicator's. Scopes nest; destroy them in reverse
+  /// order of creation, on the thread that made them.
+  class HCOMM_API CompressionScope {
+   public:
+    CompressionScope(Communicator& comm, Compression mode);
+    ~CompressionScope();
+    CompressionScope(const CompressionScope&) = delete;
+    CompressionScope& operator=(const CompressionScope&) = delete;
+
+   private:
+    const Communicator* comm_;
+    Compression mode_;
+    const CompressionScope* outer_;
+    friend class Communicator;
+  };
+  /// What a frame of `bytes` bytes of `dtype` elements to `peer` would travel as under the mode
+  /// in force for this thread, and why: "zstd: forced (HCOMM_COMPRESSION=zstd)", "none: auto
+  /// never compresses within a host", ... For tools and logs (the DEBUG log says the same).
+  std::string compression_for(size_t bytes, DataType dtype, int peer) const;
+  /// Any thread: what the frames this rank sent carried (see CompressionStats).
+  CompressionStats compression_stats() const;
 
   // ---- QoS (hcomm/qos.hpp)
   /// Any thread: this communicator's traffic class from now on (the class at creation is

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "hcomm/qos.hpp"
@@ -30,10 +31,28 @@ enum class RdmaBufferMode {
   fixed,      ///< "static": copied through a fixed pre-registered pool
 };
 
+/// HCOMM_COMPRESSION: how payloads travel (Config::compression, Communicator::set_compression;
+/// README "Compression"). The lossy codecs apply to float32 and float64 payloads, the lossless
+/// ones to every type; a frame smaller than Config::comp_threshold, and one that would not
+/// shrink, travels as it is. The receiver decodes whatever a frame says it holds, so ranks with
+/// different settings still get right results.
+enum class Compression : uint8_t {
+  none,       ///< "none": payloads travel as they are
+  fp16,       ///< "fp16": rounded to IEEE binary16 (half the bytes; reduced in full precision)
+  bf16,       ///< "bf16": rounded to bfloat16 (half the bytes; float32's range)
+  delta,      ///< "delta": lossless, only what changed since the stream's previous payload
+  zstd,       ///< "zstd": lossless, bytes grouped by significance, then zstd level 1
+  automatic,  ///< "auto": lossless zstd where the link is slower than the codec; never on shm
+};
+
 /// The variable's spelling of the mode: "auto", "on", "off".
 HCOMM_API const char* to_string(FailoverMode mode);
 /// The variable's spelling of the mode: "zero_copy", "dynamic", "static".
 HCOMM_API const char* to_string(RdmaBufferMode mode);
+/// The variable's spelling: "none", "fp16", "bf16", "delta", "zstd", "auto".
+HCOMM_API const char* to_string(Compression mode);
+/// Reads that spelling; false for anything else.
+HCOMM_API bool parse_compression(const char* text, Compression* out);
 
 struct HCOMM_API Config {
   // ---- who am I (HCOMM_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID, and the SIZE twins)
@@ -107,6 +126,16 @@ struct HCOMM_API Config {
   /// HCOMM_CALIBRATE (1/0): measure link latency, bandwidth and reduction speed when a
   /// communicator is created (a few ms), for the cost model; 0 uses built-in loopback-TCP figures.
   bool calibrate = true;
+
+  // ---- compression (README: "Compression")
+  /// HCOMM_COMPRESSION: the communicator's codec for payloads (changeable at run time with
+  /// Communicator::set_compression, per operation with Communicator::CompressionScope).
+  Compression compression = Compression::none;
+  /// HCOMM_COMP_THRESHOLD: frames smaller than this many bytes travel uncompressed.
+  size_t comp_threshold = 1024;
+  /// HCOMM_COMP_ERROR_FEEDBACK (1/0): with fp16/bf16, keep each stream's rounding error and add
+  /// it to the next payload of the same stream (error feedback); off by default.
+  bool comp_error_feedback = false;
 
   // ---- deadlines
   /// HCOMM_CONNECT_TIMEOUT_MS: joining the rendezvous and connecting to every peer. This and the

@@ -75,6 +75,18 @@ typedef struct hcomm_work_s* hcomm_work_t; /* a non-blocking operation */
 typedef struct hcomm_ctx_s* hcomm_ctx_t;   /* a device context (the articles' dev_ctx) */
 typedef struct hcomm_mr_s* hcomm_mr_t;     /* a memory registration */
 
+/* Payload codecs (README "Compression"): lossy fp16/bf16 for float32 and float64 payloads,
+ * lossless delta and zstd for any; AUTO: lossless zstd where the link is slower than the codec,
+ * never within a host. Values as hcomm::Compression. */
+typedef enum hcomm_compression {
+  HCOMM_COMPRESSION_NONE = 0,
+  HCOMM_COMPRESSION_FP16 = 1,
+  HCOMM_COMPRESSION_BF16 = 2,
+  HCOMM_COMPRESSION_DELTA = 3,
+  HCOMM_COMPRESSION_ZSTD = 4,
+  HCOMM_COMPRESSION_AUTO = 5
+} hcomm_compression_t;
+
 /* ---- configuration */
 
 /* What a communicator is created with. hcomm_config_init() fills it with the defaults overridden
@@ -91,6 +103,8 @@ typedef struct hcomm_config {
   int64_t connect_timeout_ms; /* joining the rendezvous and connecting every peer */
   int64_t op_timeout_ms;      /* how long the blocking forms wait */
   /* (both in milliseconds, 1 to 2147483647, as HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS) */
+  hcomm_compression_t compression; /* HCOMM_COMPRESSION */
+  size_t comp_threshold; /* HCOMM_COMP_THRESHOLD: smaller frames travel as they are (up to 1G) */
 } hcomm_config_t;
 
 /* HCOMM_ERR_INVALID_ARG naming the variable when one is set to something that does not parse. */
@@ -108,6 +122,10 @@ HCOMM_API hcomm_status_t hcomm_comm_rank(hcomm_comm_t comm, int* rank);
 HCOMM_API hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int* size);
 /* Any thread, never blocks: fails what runs and everything later, here and at the peers. */
 HCOMM_API hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm, const char* reason);
+/* Any thread: the codec of the operations started from now on (hcomm::Communicator::
+ * set_compression); ranks may differ, a receiver decodes whatever arrives. */
+HCOMM_API hcomm_status_t hcomm_comm_set_compression(hcomm_comm_t comm, hcomm_compression_t mode);
+HCOMM_API hcomm_status_t hcomm_comm_get_compression(hcomm_comm_t comm, hcomm_compression_t* mode);
 
 /* ---- non-blocking operations: each _async form returns a work at once */
 

@@ -1167,6 +1167,12 @@ static void bad_communicator(hcomm_comm_t c, const char* kind) {
   EXPECT_INVALID(hcomm_comm_rank(c, &i), "hcomm_comm_rank", k);
   EXPECT_INVALID(hcomm_comm_size(c, &i), "hcomm_comm_size", k);
   EXPECT_INVALID(hcomm_comm_abort(c, "bad handle"), "hcomm_comm_abort", k);
+  {
+    hcomm_compression_t mode;
+    EXPECT_INVALID(hcomm_comm_set_compression(c, HCOMM_COMPRESSION_ZSTD),
+                   "hcomm_comm_set_compression", k);
+    EXPECT_INVALID(hcomm_comm_get_compression(c, &mode), "hcomm_comm_get_compression", k);
+  }
   EXPECT_INVALID(hcomm_comm_destroy(c), "hcomm_comm_destroy", k);
   if (c != NULL) EXPECT_INVALID(hcomm_ctx_open(c, &ctx), "hcomm_ctx_open", k);
   EXPECT_INVALID(hcomm_allreduce(c, &x, &y, 1, HCOMM_INT32, HCOMM_SUM), "hcomm_allreduce", k);
@@ -1350,6 +1356,7 @@ static void bad_enums_and_pointers(hcomm_comm_t c) {
   set_case("NULL outputs");
   EXPECT_INVALID(hcomm_comm_rank(c, NULL), "hcomm_comm_rank", "rank");
   EXPECT_INVALID(hcomm_comm_size(c, NULL), "hcomm_comm_size", "size");
+  EXPECT_INVALID(hcomm_comm_get_compression(c, NULL), "hcomm_comm_get_compression", "mode");
   EXPECT_INVALID(hcomm_comm_create_from_env(NULL), "hcomm_comm_create_from_env", "comm");
   EXPECT_INVALID(hcomm_config_init(NULL), "hcomm_config_init", "config");
   EXPECT_INVALID(hcomm_ctx_open(c, NULL), "hcomm_ctx_open", "ctx");
@@ -1683,6 +1690,8 @@ static void test_config_init(hcomm_config_t* cfg) {
   CHECK(strcmp(cfg->algo, env_text("HCOMM_ALGO", "")) == 0);
   CHECK(env_int("HCOMM_CONNECT_TIMEOUT_MS", 30000, &connect) && cfg->connect_timeout_ms == connect);
   CHECK(env_int("HCOMM_TIMEOUT_MS", 300000, &op) && cfg->op_timeout_ms == op);
+  if (getenv("HCOMM_COMPRESSION") == NULL) CHECK(cfg->compression == HCOMM_COMPRESSION_NONE);
+  if (getenv("HCOMM_COMP_THRESHOLD") == NULL) CHECK(cfg->comp_threshold == 1024);
 }
 
 /* Configurations hcomm_comm_create refuses before it contacts anybody. */
@@ -1702,6 +1711,12 @@ static void bad_configs(const hcomm_config_t* good) {
   c = *good;
   c.connect_timeout_ms = (int64_t)INT_MAX + 1;
   EXPECT_INVALID(hcomm_comm_create(&c, &out), "hcomm_comm_create", "connect_timeout_ms");
+  c = *good;
+  c.compression = (hcomm_compression_t)99;
+  EXPECT_INVALID(hcomm_comm_create(&c, &out), "hcomm_comm_create", "compression");
+  c = *good;
+  c.comp_threshold = ((size_t)1 << 30) + 1;
+  EXPECT_INVALID(hcomm_comm_create(&c, &out), "hcomm_comm_create", "comp_threshold");
   c = *good;
   memset(c.root_addr, 'x', sizeof c.root_addr);
   EXPECT_INVALID(hcomm_comm_create(&c, &out), "hcomm_comm_create", "NUL");
@@ -1921,6 +1936,28 @@ int main(int argc, char** argv) {
   EXPECT_OK(hcomm_allreduce(comm, &one, &sum, 1, HCOMM_INT32, HCOMM_SUM));
   CHECK(sum == g_size);
   CHECK(strstr(hcomm_last_error(), "hcomm_work_free") != NULL);
+
+  /* Compression at run time: set, read back, results unchanged by a lossless codec; a mode
+   * outside the enum is refused and leaves the mode as it was. */
+  set_case("hcomm_comm_set_compression");
+  {
+    hcomm_compression_t mode = HCOMM_COMPRESSION_NONE;
+    int32_t big[4096], total[4096];
+    size_t i;
+    EXPECT_OK(hcomm_comm_get_compression(comm, &mode));
+    CHECK(mode == HCOMM_COMPRESSION_NONE);
+    EXPECT_OK(hcomm_comm_set_compression(comm, HCOMM_COMPRESSION_ZSTD));
+    EXPECT_INVALID(hcomm_comm_set_compression(comm, (hcomm_compression_t)77),
+                   "hcomm_comm_set_compression", "mode");
+    EXPECT_OK(hcomm_comm_get_compression(comm, &mode));
+    CHECK(mode == HCOMM_COMPRESSION_ZSTD);
+    for (i = 0; i < 4096; ++i) big[i] = (int32_t)(i % 17) + g_rank;
+    EXPECT_OK(hcomm_allreduce(comm, big, total, 4096, HCOMM_INT32, HCOMM_SUM));
+    for (i = 0; i < 4096; ++i)
+      if (total[i] != (int32_t)(i % 17) * g_size + g_size * (g_size - 1) / 2) break;
+    CHECK(i == 4096);
+    EXPECT_OK(hcomm_comm_set_compression(comm, HCOMM_COMPRESSION_NONE));
+  }
 
   /* Communicators from a configuration: one with the ring allreduce and the tree broadcast
    * forced (so that the automatic paths and these both run), one whose op_timeout_ms of 1.5 s
