@@ -64,7 +64,16 @@ struct HalvingDoublingAllreduce {
 /// kRingBytes on, binomial trees and recursive doubling below.
 struct HierarchicalAllreduce {
   static constexpr size_t kRingBytes = 64 * 1024;
+  /// Buffers of 2 segments or more pipeline through the phases in up to kMaxSegments segments.
+  static constexpr size_t kSegmentBytes = size_t{2} << 20;
+  static constexpr size_t kMaxSegments = 32;
   static void build(const Operation& op, const PlanContext& ctx, Schedule& s);
+
+ private:
+  /// One segment's three phases; its first steps wait for `after`. Returns the segment's first
+  /// phase (the next segment's phase 1 waits for it).
+  static Schedule::Id build_segment(const Operation& op, const PlanContext& ctx, Schedule& s,
+                                    uint32_t segment, Schedule::Id after);
 };
 
 // ---- broadcast

@@ -1073,6 +1073,22 @@ TEST_CASE("fabric: hierarchical allreduce over host layouts") {
           c.seed = static_cast<uint64_t>(n + chunk) + hosts.size();
           run(c);
         }
+  // From 2 segments of HierarchicalAllreduce::kSegmentBytes on, segments pipeline through the
+  // phases: 2 segments and a last short one, uneven hosts, in place and not.
+  for (int n : {4, 5})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+      Case c;
+      c.kind = OpKind::allreduce;
+      c.algo = Algorithm::hier;
+      c.redop = op;
+      c.count = 2 * collectives::HierarchicalAllreduce::kSegmentBytes / sizeof(float) + 1001;
+      c.n = n;
+      c.in_place = op == ReduceOp::avg;
+      c.chunk = 512 * 1024;
+      c.hosts = std::vector<int>(host_layouts(n).back());
+      c.seed = static_cast<uint64_t>(n) * 31 + static_cast<uint64_t>(op);
+      run(c);
+    }
 }
 
 TEST_CASE("fabric: allreduce of a large float32 buffer") {
