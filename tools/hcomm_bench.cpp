@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
     usage_error("-r " + std::to_string(o.root) + ": only " + std::to_string(size) + " ranks");
   }
   if (o.has_qos) apply_qos(*comm, o);
+  if (o.has_compression) comm->set_compression(o.compression);
 
   // Barrier moves no data: one row, whatever -b/-e say.
   const std::vector<size_t> sizes =

@@ -58,6 +58,7 @@ std::unique_ptr<Communicator> join(const Options& o) {
     std::exit(kExitUsage);
   }
   if (!o.algo.empty()) cfg->algo = o.op + "=" + o.algo;  // code wins over HCOMM_ALGO
+  if (o.compression != hcomm::Compression::none) cfg->compression = o.compression;
   auto comm = Communicator::create(*cfg);
   if (!comm) {
     std::fprintf(stderr, "hcomm-chaos: rank %d: cannot create the communicator: %s\n", cfg->rank,

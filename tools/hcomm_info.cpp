@@ -13,6 +13,7 @@
 
 #include "collectives/algorithm_choice.hpp"
 #include "collectives/operation.hpp"
+#include "compression/codec_speed.hpp"
 #include "config_report.hpp"
 #include "core/config_vars.hpp"
 #include "core/parse.hpp"
@@ -37,15 +38,17 @@ constexpr char kUsage[] =
     "  --config                   every HCOMM_* variable: value in force, where it came from,\n"
     "                             default, meaning; exits 2 when a set one does not parse\n"
     "  --config --markdown        the variables and defaults as the README's table\n"
+    "  --codecs                   each compression codec's encode and decode speed on this\n"
+    "                             CPU (as HCOMM_COMPRESSION=auto measures it), in MB/s\n"
     "  -h, --help                 this text\n"
     "Exit status: 0; 1 when the configuration, the topology file or the communicator fails;\n"
     "2 on bad usage or (--config) a variable that does not parse.\n";
 
 /// What to print; exits on bad usage and after printing the help.
-enum class Mode { world, algorithms, config, config_markdown };
+enum class Mode { world, algorithms, config, config_markdown, codecs };
 
 Mode parse_args(int argc, char** argv) {
-  bool algorithms = false, config = false, markdown = false;
+  bool algorithms = false, config = false, markdown = false, codecs = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") hcomm::tools::print_help(kUsage);
@@ -55,11 +58,15 @@ Mode parse_args(int argc, char** argv) {
       config = true;
     else if (arg == "--markdown")
       markdown = true;
+    else if (arg == "--codecs")
+      codecs = true;
     else
       hcomm::tools::usage_error("unexpected argument '" + arg + "'");
   }
   if (markdown && !config) hcomm::tools::usage_error("--markdown goes with --config");
   if (algorithms && config) hcomm::tools::usage_error("--algorithms or --config, not both");
+  if (codecs && (algorithms || config)) hcomm::tools::usage_error("--codecs goes alone");
+  if (codecs) return Mode::codecs;
   if (algorithms) return Mode::algorithms;
   if (config) return markdown ? Mode::config_markdown : Mode::config;
   return Mode::world;
@@ -180,6 +187,18 @@ void print_world(hcomm::Communicator& comm, const std::vector<uint8_t>& all) {
   }
 }
 
+/// The codecs' measured speeds (compression/codec_speed.hpp), one line each.
+void print_codecs() {
+  using hcomm::compression::Codec;
+  std::printf(
+      "# codec  encode MB/s  decode MB/s  wire/payload  (1 MiB float32 gradient, this CPU)\n");
+  for (Codec c : {Codec::fp16, Codec::bf16, Codec::zstd, Codec::delta}) {
+    const auto& s = hcomm::compression::codec_speed(c);
+    std::printf("%-7s  %11.0f  %11.0f  %12.3f\n", hcomm::compression::codec_name(c),
+                s.encode_bytes_per_us, s.decode_bytes_per_us, s.ratio);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,6 +212,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == Mode::config) return hcomm::tools::print_config(stdout, stderr) ? 0 : 2;
+  if (mode == Mode::codecs) {
+    print_codecs();
+    return 0;
+  }
   print_machine();
   const bool topo_ok = print_topology_file();
   auto cfg = hcomm::Config::from_env();

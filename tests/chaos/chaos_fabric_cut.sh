@@ -24,6 +24,9 @@
 # Needs root, ip netns, nsenter, unshare, nft; otherwise skipped (77), or failed under CI
 # (tests/skip.sh). ~20 s.
 #
+# With CHAOS_COMPRESSION=CODEC both runs compress their frames with CODEC (hcomm-chaos
+# --compression; chaos_fabric_cut_fp16): replayed compressed frames must give the same digest.
+#
 # Usage: chaos_fabric_cut.sh HCOMM_RUN HCOMM_CHAOS
 set -u
 run=$1 chaos=$2
@@ -36,6 +39,10 @@ fail() { echo "$name: FAIL: $*" >&2; exit 1; }
 
 two_hosts_start "cut$$"
 workload=(-b 64K -n 2000 -d random -a ring)
+if [ -n "${CHAOS_COMPRESSION:-}" ]; then
+  workload+=(--compression "$CHAOS_COMPRESSION")
+  name="$name ($CHAOS_COMPRESSION)"
+fi
 
 # chaos RUN_TIMEOUT LOG ARGS...: hcomm-chaos on both hosts, bounded.
 chaos() {

@@ -17,7 +17,14 @@ struct Case {
   DataType dtype = DataType::float32;
   ReduceOp redop = ReduceOp::sum;
   bool reduces = false;
+  /// fp16/bf16 compression of float inputs: the codec's unit roundoff and subnormal half-spacing
+  /// (README "Compression"); 0 otherwise. Inputs then get fractions that the codec must round.
+  double lossy_u = 0, lossy_s = 0;
 };
+
+/// The README's bound for a lossy codec: every element of a result within
+/// n * (u + 2^-24) * sum_r |x_r| + n * s of the exact value (sum_r |x_r| <= n * 5 here).
+double lossy_tolerance(const Case& c);
 
 // Input element `index` of rank `r`: small integers, so that every dtype holds them and every
 // partial result exactly, whatever order the library combines ranks in (bfloat16 holds integers

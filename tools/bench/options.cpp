@@ -49,6 +49,11 @@ const char kUsageTail[] =
     "      --qos SPEC        this communicator's QoS class, as HCOMM_QOS: min=N,max=N,priority=P\n"
     "                        (any subset; shares in % of HCOMM_LINK_GBPS, priority 0..7); set\n"
     "                        with Communicator::set_qos() right after joining (refused: exit 2)\n"
+    "      --compression C   payload codec (Communicator::set_compression): none, fp16, bf16,\n"
+    "                        delta, zstd, auto. Adds the column wire% (bytes the frames\n"
+    "                        carried / payload bytes, this rank, timed iterations); with fp16\n"
+    "                        or bf16 float inputs get fractions and -c checks the README's\n"
+    "                        error bound; lossless codecs are checked bit-exact\n"
     "  -h, --help            this text\n"
     "Sizes follow nccl-tests: size(B) is the larger of the send and the receive buffer of one\n"
     "rank, rounded down to a multiple of the element size (for allgather, reduce_scatter,\n"
@@ -92,7 +97,8 @@ DataType parse_dtype_arg(const char* s) {
   return t;
 }
 
-constexpr int kQosFlag = 1000;  // long-only option
+constexpr int kQosFlag = 1000;  // long-only options
+constexpr int kCompressionFlag = 1001;
 
 std::string usage_text() {
   return kUsageHead + algorithm_help(op_names(), 24) + kUsageTail;
@@ -115,6 +121,7 @@ Options parse_options(int argc, char** argv) {
                                  {"json", required_argument, nullptr, 'J'},
                                  {"duration", required_argument, nullptr, 'T'},
                                  {"qos", required_argument, nullptr, kQosFlag},
+                                 {"compression", required_argument, nullptr, kCompressionFlag},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   Options o;
@@ -169,6 +176,12 @@ Options parse_options(int argc, char** argv) {
         o.has_qos = true;
         break;
       }
+      case kCompressionFlag:
+        if (!hcomm::parse_compression(optarg, &o.compression))
+          usage_error(std::string("--compression: '") + optarg +
+                      "' is none of none, fp16, bf16, delta, zstd, auto");
+        o.has_compression = true;
+        break;
       case 'h':
         print_help(usage_text());
       case ':':

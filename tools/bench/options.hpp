@@ -24,7 +24,9 @@ struct Options {
   DataType dtype = DataType::float32;
   ReduceOp redop = ReduceOp::sum;
   int root = 0;
-  std::string algo;  // empty: the library's choice
+  std::string algo;              // empty: the library's choice
+  bool has_compression = false;  // --compression given: set on the communicator after joining
+  Compression compression = Compression::none;
   std::string json_path;
   // Tenant mode.
   bool has_qos = false;  // --qos given: set on the communicator right after it is created

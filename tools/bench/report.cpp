@@ -56,12 +56,15 @@ void Report::header() const {
   else
     std::printf("#  minBytes %zu maxBytes %zu step: %zu(factor)", o_.min_bytes, o_.max_bytes,
                 o_.step_factor);
-  std::printf(" warmup iters: %d iters: %d validation: %d\n#\n", o_.warmup, o_.iters,
+  std::printf(" warmup iters: %d iters: %d validation: %d\n", o_.warmup, o_.iters,
               o_.check ? 1 : 0);
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s\n", "size", "count",
-              "type", "redop", "root", "algo", "time", "algbw", "busbw", "#wrong", "xhost");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s\n", "(B)", "(elements)",
-              "", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(B/op)");
+  if (o_.has_compression) std::printf("# compression: %s\n", hcomm::to_string(o_.compression));
+  std::printf("#\n# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s%s\n", "size", "count",
+              "type", "redop", "root", "algo", "time", "algbw", "busbw", "#wrong", "xhost",
+              o_.has_compression ? "    wire%" : "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %8s  %9s  %7s  %7s  %6s  %12s%s\n", "(B)", "(elements)",
+              "", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(B/op)",
+              o_.has_compression ? "   (rank 0)" : "");
   std::fflush(stdout);
 }
 
@@ -69,10 +72,17 @@ void Report::row(const Row& r) {
   rows_.push_back(r);
   const std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
   const std::string xhost = r.cross_host_bytes < 0 ? "-" : std::to_string(r.cross_host_bytes);
-  std::printf("  %10zu  %12zu  %8s  %6s  %6d  %8s  %9.2f  %7.2f  %7.2f  %6s  %12s\n", r.bytes,
+  char wire[32] = "";
+  if (o_.has_compression) {
+    if (r.wire_ratio < 0)
+      std::snprintf(wire, sizeof wire, "  %9s", "-");
+    else
+      std::snprintf(wire, sizeof wire, "  %9.2f", 100.0 * r.wire_ratio);
+  }
+  std::printf("  %10zu  %12zu  %8s  %6s  %6d  %8s  %9.2f  %7.2f  %7.2f  %6s  %12s%s\n", r.bytes,
               r.count, hcomm::dtype_name(o_.dtype), redop_name(), root(),
               r.algo.empty() ? "-" : r.algo.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(),
-              xhost.c_str());
+              xhost.c_str(), wire);
   std::fflush(stdout);
 }
 
@@ -138,6 +148,12 @@ void Report::footer() const {
   for (const Row& r : rows_) sum += r.busbw;
   std::printf("# Out of bounds values : %" PRId64 " %s\n", total_wrong(),
               total_wrong() == 0 ? "OK" : "FAILED");
+  double largest = -1, bound = -1;
+  for (const Row& r : rows_)
+    if (r.max_error > largest) largest = r.max_error, bound = r.error_bound;
+  if (largest >= 0)
+    std::printf("# Largest error        : %.3g (bound %.3g, README \"Compression\")\n", largest,
+                bound);
   std::printf("# Avg bus bandwidth    : %g\n#\n", rows_.empty() ? 0.0 : sum / rows_.size());
   std::fflush(stdout);
 }
@@ -155,12 +171,18 @@ bool Report::write_json(FILE* f) const {
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];
     const std::string wrong = r.wrong < 0 ? "null" : std::to_string(r.wrong);
-    std::fprintf(f,
-                 "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
-                 "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s}",
-                 i == 0 ? "" : ",", common.c_str(), r.bytes, r.count,
-                 JsonWriter::quote(r.algo).c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(),
-                 r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str());
+    std::fprintf(
+        f,
+        "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
+        "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s,"
+        "\"compression\":%s,\"wire_ratio\":%s,\"max_error\":%s}",
+        i == 0 ? "" : ",", common.c_str(), r.bytes, r.count, JsonWriter::quote(r.algo).c_str(),
+        r.time_us, r.algbw, r.busbw, wrong.c_str(),
+        r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str(),
+        JsonWriter::quote(hcomm::to_string(o_.has_compression ? o_.compression : Compression::none))
+            .c_str(),
+        r.wire_ratio < 0 ? "null" : std::to_string(r.wire_ratio).c_str(),
+        r.max_error < 0 ? "null" : std::to_string(r.max_error).c_str());
   }
   std::fprintf(f, "]}\n");
   return std::ferror(f) == 0;

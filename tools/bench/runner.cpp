@@ -75,6 +75,16 @@ Runner::Runner(Communicator& comm, const Options& o, const OpSpec& spec)
   base_.dtype = o.dtype;
   base_.redop = o.redop;
   base_.reduces = spec.reduces;
+  const bool floats = o.dtype == DataType::float32 || o.dtype == DataType::float64;
+  if (floats && !(spec.reduces && o.redop == ReduceOp::prod)) {
+    if (o.compression == Compression::fp16) {
+      base_.lossy_u = std::ldexp(1.0, -11);
+      base_.lossy_s = std::ldexp(1.0, -25);
+    } else if (o.compression == Compression::bf16) {
+      base_.lossy_u = std::ldexp(1.0, -8);
+      base_.lossy_s = std::ldexp(1.0, -134);
+    }
+  }
 }
 
 // nccl-tests' rounding: whole elements, and whole blocks of world_size elements when blocked.
@@ -106,10 +116,18 @@ Row Runner::run(size_t nominal_bytes) {
   row.count = c.count;
   // The library sizes its choice by the count as passed (one rank's block for the block ops).
   row.algo = comm_.algorithm_for(spec_.name, c.count * hcomm::dtype_size(c.dtype));
+  const CompressionStats before = comm_.compression_stats();
   row.time_us = measure(c, b, &row.cross_host_bytes);
+  if (o_.has_compression) {
+    const CompressionStats after = comm_.compression_stats();
+    const uint64_t payload = after.payload_bytes - before.payload_bytes;
+    // The measurement's own allreduces of 8-byte figures are below any threshold worth noting.
+    if (payload > 0)
+      row.wire_ratio = static_cast<double>(after.wire_bytes - before.wire_bytes) / payload;
+  }
   if (row.time_us > 0) row.algbw = static_cast<double>(row.bytes) / row.time_us / 1e3;
   row.busbw = row.algbw * spec_.bus_factor(c.n);
-  if (o_.check) row.wrong = check(c, b);
+  if (o_.check) row.wrong = check(c, b, &row);
   return row;
 }
 
@@ -323,12 +341,26 @@ std::vector<TimedRun> Runner::gather(const TimedRun& mine) {
 }
 
 // Runs the operation once more on fresh inputs and counts wrong elements over all ranks.
-int64_t Runner::check(const Case& c, const Buffers& b) {
+int64_t Runner::check(const Case& c, const Buffers& b, Row* row) {
   fill(c, b, /*sentinels=*/true);
   run_once(c, b);
   int64_t wrong = 0, total = 0;
-  for (size_t k = 0; k < b.recv_elems; ++k)
-    if (!reference::matches(spec_.expected(c, k), reference::load(c.dtype, b.recv, k))) ++wrong;
+  const double lossy = c.lossy_u > 0 ? lossy_tolerance(c) : 0;
+  double largest = 0;
+  for (size_t k = 0; k < b.recv_elems; ++k) {
+    reference::Expectation e = spec_.expected(c, k);
+    const double got = reference::load(c.dtype, b.recv, k);
+    e.tolerance = std::max(e.tolerance, lossy);
+    if (!reference::matches(e, got)) ++wrong;
+    if (lossy > 0 && std::fabs(got - e.value) > largest) largest = std::fabs(got - e.value);
+  }
+  if (lossy > 0 && row != nullptr) {
+    double all = 0;
+    Status st = comm_.allreduce(&largest, &all, 1, DataType::float64, ReduceOp::max);
+    if (!st.ok()) fail("allreduce of the errors", st);
+    row->max_error = all;
+    row->error_bound = lossy;
+  }
   Status st = comm_.allreduce(&wrong, &total, 1, DataType::int64, ReduceOp::sum);
   if (!st.ok()) fail("allreduce of the wrong counts", st);
   return total;

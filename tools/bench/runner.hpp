@@ -24,6 +24,12 @@ struct Row {
   /// Payload bytes one operation sends between ranks of different hosts, all ranks together
   /// (-1: every rank on one host). What topology-aware algorithms are meant to reduce.
   int64_t cross_host_bytes = -1;
+  /// Bytes this rank's frames carried / their payload bytes over the timed iterations (-1: not
+  /// measured, without --compression).
+  double wire_ratio = -1;
+  /// fp16/bf16: the largest error of a checked element, all ranks, and the bound it is held to
+  /// (-1: not measured).
+  double max_error = -1, error_bound = -1;
 };
 
 /// One rank's figures of a tenant-mode run (-T): the first size back to back for a duration.
@@ -69,7 +75,7 @@ class Runner {
   double measure(const Case& c, const Buffers& b, int64_t* cross_host_bytes);
   /// Bytes this rank has sent so far to ranks on other hosts; -1 when all share its host.
   int64_t sent_across_hosts() const;
-  int64_t check(const Case& c, const Buffers& b);
+  int64_t check(const Case& c, const Buffers& b, Row* row = nullptr);
   std::vector<TimedRun> gather(const TimedRun& mine);
 
   Communicator& comm_;

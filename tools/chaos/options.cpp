@@ -45,6 +45,12 @@ const char kUsageHead[] =
     "  -r, --root R           broadcast root (default 0)\n"
     "  -a, --algo A           force the algorithm (auto: the library's choice): two runs\n"
     "                         compared by digest must reduce in the same order. By operation:\n";
+// (after the algorithms)
+const char kUsageCompression[] =
+    "      --compression C    payload codec (Config::compression): none (default), fp16, bf16,\n"
+    "                         delta, zstd, auto. Under fp16/bf16 results are compared by\n"
+    "                         digest only (--expect-digest of a fault-free run with the same\n"
+    "                         codec); the lossless codecs keep every element check\n";
 const char kUsageTail[] =
     "Times and durations are numbers in the unit the option names, or carry their own (us, ms,\n"
     "s, m): -s 90 and -s 1.5m, --max-op-ms 2000 and --max-op-ms 2s are the same.\n"
@@ -140,7 +146,7 @@ bool known_event(const std::string& kind) {
 const std::vector<std::string> kOps = {"allreduce", "broadcast", "allgather"};
 
 std::string usage_text() {
-  return kUsageHead + algorithm_help(kOps, 25) + kUsageTail;
+  return kUsageHead + algorithm_help(kOps, 25) + kUsageCompression + kUsageTail;
 }
 
 enum LongOnly : int {
@@ -157,6 +163,7 @@ enum LongOnly : int {
   kExpectEvent,
   kExpectDetection,
   kExpectFinalTransport,
+  kCompression,
 };
 
 }  // namespace
@@ -196,6 +203,7 @@ Options parse_options(int argc, char** argv) {
       {"expect-detection", no_argument, nullptr, kExpectDetection},
       {"expect-final-transport", required_argument, nullptr, kExpectFinalTransport},
       {"json", required_argument, nullptr, 'J'},
+      {"compression", required_argument, nullptr, kCompression},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -298,6 +306,11 @@ Options parse_options(int argc, char** argv) {
         break;
       case 'J':
         o.json_path = optarg;
+        break;
+      case kCompression:
+        if (!hcomm::parse_compression(optarg, &o.compression))
+          usage_error(std::string("--compression: '") + optarg +
+                      "' is none of none, fp16, bf16, delta, zstd, auto");
         break;
       case 'h':
         print_help(usage_text());

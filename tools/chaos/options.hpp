@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <hcomm/config.hpp>
+
 #include "usage.hpp"
 
 namespace hcomm::tools::chaos {
@@ -31,6 +33,7 @@ struct Options {
   uint64_t seed = 1;
   int root = 0;
   std::string algo;  ///< empty: the library's choice
+  hcomm::Compression compression = hcomm::Compression::none;
 
   // ---- faults, as written on the command line
   std::vector<std::string> faults;

@@ -37,8 +37,8 @@ Verdict judge_rank(const Options& o, const FaultPlan& plan, const RankView& v) {
     out.add("results", true,
             v.checks_elements
                 ? format("%zu iterations, each compared element by element", rec.iterations.size())
-                : format("%zu iterations; random data on more than 2 ranks: an allreduce is "
-                         "checked through the digest only",
+                : format("%zu iterations, checked through the digest only (fp16/bf16 "
+                         "compression, or random data reduced on more than 2 ranks)",
                          rec.iterations.size()));
   }
 

@@ -34,8 +34,9 @@ class Workload {
   size_t count() const { return count_; }  ///< the count argument of the call
   /// The operation's size: its larger buffer (allgather: the gathered one), as hcomm-bench.
   size_t bytes() const { return result_elems_ * sizeof(float); }
-  /// Whether results are checked element by element (random data on more than 2 ranks: an
-  /// allreduce result depends on the reduction order, which the library chooses).
+  /// Whether results are checked element by element (not under fp16/bf16 compression, whose
+  /// rounding the digest checks; not for random data on more than 2 ranks: an allreduce result
+  /// depends on the reduction order, which the library chooses).
   bool checks_elements() const;
 
   /// Writes iteration `it`'s input, and a sentinel (a NaN) wherever the result must land.
@@ -58,6 +59,7 @@ class Workload {
   std::string op_;
   int rank_, n_, root_;
   DataMode data_;
+  bool lossy_;  // fp16/bf16: results are rounded, only their digest is compared
   InputPattern pattern_;
   size_t count_ = 0, send_elems_ = 0, result_elems_ = 0;
   Buffer send_, recv_;
