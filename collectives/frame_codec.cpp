@@ -19,26 +19,25 @@ std::vector<std::byte>& body_buffer() {
   return body;
 }
 
+/// out[i] = a[i] + sign * b[i] for n elements of T at any alignment (error feedback's sums).
 template <class T>
-void add_into(std::byte* out, const std::byte* a, const std::byte* b, size_t n) {
+void combine(std::byte* out, const std::byte* a, const std::byte* b, size_t n, T sign) {
   for (size_t i = 0; i < n; ++i) {
     T x, y;
     std::memcpy(&x, a + i * sizeof(T), sizeof(T));
     std::memcpy(&y, b + i * sizeof(T), sizeof(T));
-    x += y;
+    x += sign * y;
     std::memcpy(out + i * sizeof(T), &x, sizeof(T));
   }
 }
 
-template <class T>
-void sub_into(std::byte* out, const std::byte* a, const std::byte* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    T x, y;
-    std::memcpy(&x, a + i * sizeof(T), sizeof(T));
-    std::memcpy(&y, b + i * sizeof(T), sizeof(T));
-    x -= y;
-    std::memcpy(out + i * sizeof(T), &x, sizeof(T));
-  }
+/// out = a + b (sign 1) or a - b (sign -1), float32 or float64 elements.
+void combine(DataType dtype, std::byte* out, const std::byte* a, const std::byte* b, size_t n,
+             int sign) {
+  if (dtype == DataType::float32)
+    combine<float>(out, a, b, n, static_cast<float>(sign));
+  else
+    combine<double>(out, a, b, n, static_cast<double>(sign));
 }
 
 }  // namespace
@@ -56,10 +55,7 @@ void FrameCodec::round_inputs(Operation& op, InputResiduals* feedback) {
   std::vector<std::byte> with_residual;
   if (residual.size() == bytes) {
     with_residual.resize(bytes);
-    if (op.dtype == DataType::float32)
-      add_into<float>(with_residual.data(), op.send, residual.data(), op.count);
-    else
-      add_into<double>(with_residual.data(), op.send, residual.data(), op.count);
+    combine(op.dtype, with_residual.data(), op.send, residual.data(), op.count, 1);
     input = with_residual.data();
   }
   std::vector<uint16_t> wire(op.count);
@@ -67,10 +63,7 @@ void FrameCodec::round_inputs(Operation& op, InputResiduals* feedback) {
   if (got == Codec::none) return;  // travels raw: nothing to carry over
   compression::decode_half(got, wire.data(), op.count, op.dtype, op.recv);
   residual.resize(bytes);  // what rounding took off, for the buffer's next call
-  if (op.dtype == DataType::float32)
-    sub_into<float>(residual.data(), input, op.recv, op.count);
-  else
-    sub_into<double>(residual.data(), input, op.recv, op.count);
+  combine(op.dtype, residual.data(), input, op.recv, op.count, -1);
   op.send = op.recv;
   op.inputs_rounded = true;
 }
@@ -93,10 +86,7 @@ const std::byte* FrameCodec::with_residual(const Operation& op, const StreamKey&
   if (it == residual_.end() || it->second.size() != st.bytes) return st.src;
   scratch_.resize(st.bytes);
   const size_t n = st.bytes / dtype_size(op.dtype);
-  if (op.dtype == DataType::float32)
-    add_into<float>(scratch_.data(), st.src, it->second.data(), n);
-  else
-    add_into<double>(scratch_.data(), st.src, it->second.data(), n);
+  combine(op.dtype, scratch_.data(), st.src, it->second.data(), n, 1);
   return scratch_.data();
 }
 
@@ -106,10 +96,7 @@ void FrameCodec::keep_residual(const Operation& op, const StreamKey& key, const 
   r.resize(st.bytes);
   const size_t n = st.bytes / dtype_size(op.dtype);
   decode_into(codec, wire, n, op.dtype, r.data());
-  if (op.dtype == DataType::float32)
-    sub_into<float>(r.data(), sent, r.data(), n);
-  else
-    sub_into<double>(r.data(), sent, r.data(), n);
+  combine(op.dtype, r.data(), sent, r.data(), n, -1);
 }
 
 const void* FrameCodec::encode(const Operation& op, const Step& st, const std::byte* input,
