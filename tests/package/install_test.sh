@@ -55,4 +55,16 @@ run() {
 run consumer-build/consumer_shared "consumer: VERIFIED on 3 ranks"
 run consumer-build/consumer_static "consumer: VERIFIED on 3 ranks"
 run c_allreduce "on 3 ranks (hcomm .*): VERIFIED (0 wrong)"
+# The Python package, when the build made it: from the prefix's site directory, outside the tree.
+site=$(ls -d "$prefix"/lib/python3*/dist-packages 2>/dev/null | head -1)
+if [ -n "$site" ] && [ -e "$site/hcomm/__init__.py" ]; then
+  out=$(cd "$work" && env -u PYTHONPATH PYTHONPATH="$site" "$prefix/bin/hcomm-run" -n 3 --timeout 120 \
+    /usr/bin/python3 -c 'import numpy as np, hcomm
+x = np.full(5, hcomm.get_rank() + 1.0)
+hcomm.all_reduce(x)
+assert (x == 6).all() and hcomm.__file__.startswith("'"$site"'"), (x, hcomm.__file__)
+print("python from the prefix: VERIFIED")' 2>&1) || { echo "$out"; fail "the installed Python package"; }
+  grep -q "python from the prefix: VERIFIED" <<<"$out" || { echo "$out"; fail "the installed Python package"; }
+  step "the installed Python package ran an all_reduce on 3 ranks"
+fi
 step "PASS: the installed prefix alone builds and runs C++ (shared, static) and C programs"
