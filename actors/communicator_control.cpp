@@ -87,7 +87,9 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
                                                std::max(left, std::chrono::milliseconds(1)));
   if (!store.ok()) return store.status();
 
-  const std::string prefix = "comm/" + std::to_string(runtime->next_generation()) + "/";
+  const std::string prefix =
+      "comm/" +
+      std::to_string(runtime->next_generation(root->host + ":" + std::to_string(root->port))) + "/";
   dataplane::CreationPhases phases(cfg, *store.value(), prefix, local.value(), runtime->engine(),
                                    deadline);
   for (auto phase : dataplane::CreationPhases::all()) {

@@ -94,13 +94,18 @@ Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
 
 Status Runtime::host_store(const std::string& host, uint16_t port) {
   std::lock_guard<std::mutex> lock(store_mutex_);
-  if (store_) return {};
+  if (store_ && store_->port() == port) return {};
   // A shrunk communicator's root started its store already (host_extra_store()).
   for (const auto& s : extra_stores_)
     if (s->port() == port) return {};
   auto server = bootstrap::StoreServer::start(host, port);
   if (!server.ok()) return server.status();
-  store_ = std::move(server.value());
+  // A communicator meeting at another address than the first one's (a sub-group's own
+  // rendezvous) gets a store of its own, which lives as long as the runtime.
+  if (store_)
+    extra_stores_.push_back(std::move(server.value()));
+  else
+    store_ = std::move(server.value());
   HCOMM_LOG(info, core::log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
             static_cast<unsigned>(port));
   return {};

@@ -50,8 +50,13 @@ class Runtime {
   /// Starts another rendezvous store on host and an ephemeral port (Communicator::shrink(),
   /// whose survivors may have lost rank 0's); returns the port. It lives as long as the runtime.
   Expected<uint16_t> host_extra_store(const std::string& host);
-  /// Communicators are numbered in creation order, the same on every rank.
-  uint64_t next_generation() { return generation_++; }
+  /// Communicators meeting at rendezvous `root` ("host:port") are numbered in creation order
+  /// there, the same on every rank that meets there (a sub-group with a rendezvous of its own
+  /// starts at 0, whatever else its ranks created). Any thread.
+  uint64_t next_generation(const std::string& root) {
+    std::lock_guard<std::mutex> lock(store_mutex_);
+    return generations_[root]++;
+  }
   /// Actors of the whole process by name (the mr_cache actor of each RDMA device): they live as
   /// long as the runtime and are stopped before its actor system.
   /// Spawns the actor `name` with `spawn` unless it exists.
@@ -69,7 +74,7 @@ class Runtime {
   std::unique_ptr<bootstrap::StoreServer> store_;
   std::vector<std::unique_ptr<bootstrap::StoreServer>> extra_stores_;
   std::mutex store_mutex_;
-  uint64_t generation_ = 0;
+  std::map<std::string, uint64_t> generations_;  // under store_mutex_
   std::mutex actors_mutex_;
   std::map<std::string, std::unique_ptr<caf::actor>> process_actors_;
 };
