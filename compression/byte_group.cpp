@@ -7,15 +7,17 @@ namespace hcomm::compression {
 namespace {
 
 /// The two directions of the transpose: kGroup reads elements and writes planes (byte k of
-/// element i to k * n + i), !kGroup the reverse.
-template <bool kGroup, size_t E>
-void transpose_fixed(const uint8_t* s, size_t n, uint8_t* o) {
+/// element i to k * n + i), !kGroup the reverse. Always inlined, so that the calls with a
+/// constant element size below get their inner loop unrolled.
+template <bool kGroup>
+inline __attribute__((always_inline)) void transpose_loop(const uint8_t* s, size_t n, size_t esize,
+                                                          uint8_t* o) {
   for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < E; ++k) {
+    for (size_t k = 0; k < esize; ++k) {
       if (kGroup)
-        o[k * n + i] = s[i * E + k];
+        o[k * n + i] = s[i * esize + k];
       else
-        o[i * E + k] = s[k * n + i];
+        o[i * esize + k] = s[k * n + i];
     }
 }
 
@@ -30,22 +32,16 @@ void transpose(const void* src, size_t bytes, size_t esize, void* out) {
   const size_t n = bytes / esize;
   switch (esize) {
     case 2:
-      transpose_fixed<kGroup, 2>(s, n, o);
+      transpose_loop<kGroup>(s, n, 2, o);
       break;
     case 4:
-      transpose_fixed<kGroup, 4>(s, n, o);
+      transpose_loop<kGroup>(s, n, 4, o);
       break;
     case 8:
-      transpose_fixed<kGroup, 8>(s, n, o);
+      transpose_loop<kGroup>(s, n, 8, o);
       break;
     default:
-      for (size_t i = 0; i < n; ++i)
-        for (size_t k = 0; k < esize; ++k) {
-          if (kGroup)
-            o[k * n + i] = s[i * esize + k];
-          else
-            o[i * esize + k] = s[k * n + i];
-        }
+      transpose_loop<kGroup>(s, n, esize, o);
   }
   std::memcpy(o + n * esize, s + n * esize, bytes - n * esize);
 }

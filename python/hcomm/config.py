@@ -2,19 +2,16 @@
 Fields apply to communicators created after they are set; `enable_fp16_compress` and
 `compression` also change the default communicator's codec at once."""
 
-from ._hcomm import CompressionType
-
-_NAMES = {"none": CompressionType.NONE, "fp16": CompressionType.FP16,
-          "bf16": CompressionType.BF16, "delta": CompressionType.DELTA,
-          "zstd": CompressionType.ZSTD, "auto": CompressionType.AUTO}
+from ._hcomm import CompressionType, _parse_compression
 
 
 def compression_type(kind):
+    """A CompressionType, or its HCOMM_COMPRESSION name in any case ("fp16", "FP16", ...)."""
     if isinstance(kind, CompressionType):
         return kind
-    if isinstance(kind, str) and kind.lower() in _NAMES:
-        return _NAMES[kind.lower()]
-    raise ValueError(f"compression {kind!r} is none of {', '.join(_NAMES)}")
+    if isinstance(kind, str):
+        return _parse_compression(kind.lower())  # the library's parser: ValueError if unknown
+    raise ValueError(f"compression {kind!r} is none of none, fp16, bf16, delta, zstd, auto")
 
 
 class Config:

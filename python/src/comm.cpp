@@ -20,6 +20,8 @@ std::chrono::milliseconds seconds_arg(const py::handle& v, const char* what) {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000 + 0.5));
 }
 
+}  // namespace
+
 Compression compression_arg(const py::handle& v) {
   if (py::isinstance<py::str>(v)) {
     Compression c;
@@ -31,6 +33,8 @@ Compression compression_arg(const py::handle& v) {
   }
   return v.cast<Compression>();
 }
+
+namespace {
 
 void apply(const py::dict& options, Config& cfg) {
   for (const auto& [key, value] : options) {

@@ -60,6 +60,10 @@ class PyComm {
   std::shared_ptr<Communicator> comm_;
 };
 
+/// An hcomm.CompressionType, or its HCOMM_COMPRESSION spelling parsed by the library
+/// (ValueError naming the accepted ones otherwise).
+Compression compression_arg(const py::handle& v);
+
 /// None or an hcomm.DataType, as the optional override Buffer takes.
 std::optional<DataType> dtype_arg(py::handle dtype);
 

@@ -153,6 +153,8 @@ PYBIND11_MODULE(_hcomm, m) {
       .value("AUTO", Compression::automatic);
 
   m.def("_set_error_classes", &python::set_error_classes);
+  m.def("_parse_compression",
+        [](const std::string& text) { return python::compression_arg(py::str(text)); });
 
   py::class_<PyWork>(m, "Work")
       .def("wait", &PyWork::wait, py::arg("timeout") = py::none(),
