@@ -14,11 +14,16 @@ Status check_type(const char* what, DataType dtype) {
                                      " (use a hcomm::DataType value)"};
 }
 
-Status check_op(const char* what, ReduceOp op) {
-  if (is_valid(op)) return {};
-  return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid reduce op " +
-                                     std::to_string(static_cast<int>(op)) +
-                                     " (use a hcomm::ReduceOp value)"};
+Status check_op(const char* what, ReduceOp op, DataType dtype) {
+  if (!is_valid(op))
+    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid reduce op " +
+                                       std::to_string(static_cast<int>(op)) +
+                                       " (use a hcomm::ReduceOp value)"};
+  if (is_valid(dtype) && !reduces(op, dtype))
+    return {HCOMM_ERR_INVALID_ARG, std::string(what) + ": " + reduce_op_name(op) +
+                                       " reduces integer types only, not " + dtype_name(dtype) +
+                                       " (use int8, uint8, int32 or int64)"};
+  return {};
 }
 
 Status check_buffer(const char* what, const char* role, const void* p, size_t count,

@@ -16,7 +16,8 @@
 namespace hcomm::api {
 
 Status check_type(const char* what, DataType dtype);
-Status check_op(const char* what, ReduceOp op);
+/// An invalid op, or a bitwise op on a floating type.
+Status check_op(const char* what, ReduceOp op, DataType dtype);
 /// `count` elements of `dtype` at `p` (`role`: "send", "recv", ...); null only with count 0.
 Status check_buffer(const char* what, const char* role, const void* p, size_t count,
                     DataType dtype);

@@ -26,7 +26,7 @@ collectives::OperationPtr OperationBuilder::allreduce(const void* send, void* re
                                                       DataType dtype, ReduceOp op) const {
   auto o = make_op(collectives::OpKind::allreduce, send, recv, count, dtype);
   o->redop = op;
-  o->invalid = first_failure({check_type("allreduce", dtype), check_op("allreduce", op),
+  o->invalid = first_failure({check_type("allreduce", dtype), check_op("allreduce", op, dtype),
                               check_buffer("allreduce", "send", send, count, dtype),
                               check_buffer("allreduce", "recv", recv, count, dtype)});
   sanitize_rejected(*o);
@@ -51,7 +51,7 @@ collectives::OperationPtr OperationBuilder::reduce(const void* send, void* recv,
   o->root = root;
   o->invalid = first_failure(
       {check_rank("reduce", "root", root, size_), check_type("reduce", dtype),
-       check_op("reduce", op), check_buffer("reduce", "send", send, count, dtype),
+       check_op("reduce", op, dtype), check_buffer("reduce", "send", send, count, dtype),
        root == rank_ ? check_buffer("reduce", "recv (on the root)", recv, count, dtype)
                      : Status{}});
   sanitize_rejected(*o);
@@ -93,9 +93,10 @@ collectives::OperationPtr OperationBuilder::reduce_scatter(const void* send, voi
                                                            ReduceOp op) const {
   auto o = make_op(collectives::OpKind::reduce_scatter, send, recv, count, dtype);
   o->redop = op;
-  o->invalid = first_failure({check_type("reduce_scatter", dtype), check_op("reduce_scatter", op),
-                              check_buffer("reduce_scatter", "send", send, count, dtype),
-                              check_buffer("reduce_scatter", "recv", recv, count, dtype)});
+  o->invalid =
+      first_failure({check_type("reduce_scatter", dtype), check_op("reduce_scatter", op, dtype),
+                     check_buffer("reduce_scatter", "send", send, count, dtype),
+                     check_buffer("reduce_scatter", "recv", recv, count, dtype)});
   sanitize_rejected(*o);
   return o;
 }

@@ -99,6 +99,28 @@ struct Max {
   }
 };
 
+/// The bitwise ops: integer types only (bitwise_for never instantiates them for another).
+struct Band {
+  template <class T>
+  void operator()(T& acc, const T& x) const {
+    acc = static_cast<T>(acc & x);
+  }
+};
+
+struct Bor {
+  template <class T>
+  void operator()(T& acc, const T& x) const {
+    acc = static_cast<T>(acc | x);
+  }
+};
+
+struct Bxor {
+  template <class T>
+  void operator()(T& acc, const T& x) const {
+    acc = static_cast<T>(acc ^ x);
+  }
+};
+
 /// x = x / n in the element's own type (floating types; int64, which no SIMD unit divides).
 template <class D>
 struct DivideBy {
@@ -318,6 +340,23 @@ void binary_for(DataType t, void* out, const void* a, const void* b, size_t n, O
   }
 }
 
+/// The integer types only; floating types are left alone (the caller checked reduces()).
+template <Isa kIsa, class Op>
+void bitwise_for(DataType t, void* out, const void* a, const void* b, size_t n, Op op) {
+  switch (t) {
+    case DataType::int8:
+      return binary<kIsa, Native<int8_t>>(out, a, b, n, op);
+    case DataType::uint8:
+      return binary<kIsa, Native<uint8_t>>(out, a, b, n, op);
+    case DataType::int32:
+      return binary<kIsa, Native<int32_t>>(out, a, b, n, op);
+    case DataType::int64:
+      return binary<kIsa, Native<int64_t>>(out, a, b, n, op);
+    default:
+      return;
+  }
+}
+
 template <Isa kIsa>
 void reduce_for(void* out, const void* a, const void* b, size_t n, DataType t, ReduceOp op) {
   switch (op) {
@@ -330,6 +369,12 @@ void reduce_for(void* out, const void* a, const void* b, size_t n, DataType t, R
       return binary_for<kIsa>(t, out, a, b, n, Min{});
     case ReduceOp::max:
       return binary_for<kIsa>(t, out, a, b, n, Max{});
+    case ReduceOp::band:
+      return bitwise_for<kIsa>(t, out, a, b, n, Band{});
+    case ReduceOp::bor:
+      return bitwise_for<kIsa>(t, out, a, b, n, Bor{});
+    case ReduceOp::bxor:
+      return bitwise_for<kIsa>(t, out, a, b, n, Bxor{});
   }
 }
 

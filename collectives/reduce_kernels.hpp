@@ -14,10 +14,11 @@
 //  - min/max on floating types: if either operand is NaN, the result is NaN (which NaN payload is
 //    unspecified). Between operands that compare equal (-0 and +0) the second one is returned.
 //  - avg reduces as sum; finalize_average() divides once all ranks are in (see ReduceOp::avg).
+//  - band, bor, bxor: integer types only; for a floating type nothing is written.
 //
 // Buffers must be aligned to their element size (no vector alignment is needed) and must not
 // partially overlap; an output may be exactly the same pointer as an input. Any thread may call.
-// @pre is_valid(dtype) && is_valid(op); otherwise nothing is written.
+// @pre reduces(op, dtype); otherwise nothing is written.
 #pragma once
 
 #include <cstddef>

@@ -75,6 +75,12 @@ const char* reduce_op_name(ReduceOp op) {
       return "max";
     case ReduceOp::avg:
       return "avg";
+    case ReduceOp::band:
+      return "band";
+    case ReduceOp::bor:
+      return "bor";
+    case ReduceOp::bxor:
+      return "bxor";
   }
   return "invalid";
 }
@@ -85,6 +91,19 @@ bool is_valid(DataType t) {
 
 bool is_valid(ReduceOp op) {
   return static_cast<int>(op) < kNumReduceOps;
+}
+
+bool is_integer(DataType t) {
+  return t == DataType::int8 || t == DataType::uint8 || t == DataType::int32 ||
+         t == DataType::int64;
+}
+
+bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::band || op == ReduceOp::bor || op == ReduceOp::bxor;
+}
+
+bool reduces(ReduceOp op, DataType t) {
+  return is_valid(op) && is_valid(t) && (!is_bitwise(op) || is_integer(t));
 }
 
 // Names are matched exactly (lower case), as written in the tables above.

@@ -62,7 +62,10 @@ typedef enum hcomm_redop {
   HCOMM_PROD = 1,
   HCOMM_MIN = 2,
   HCOMM_MAX = 3,
-  HCOMM_AVG = 4 /* integers: the wrapped sum divided, truncating toward zero */
+  HCOMM_AVG = 4,  /* integers: the wrapped sum divided, truncating toward zero */
+  HCOMM_BAND = 5, /* bitwise and, or, exclusive or: integer types only */
+  HCOMM_BOR = 6,
+  HCOMM_BXOR = 7
 } hcomm_redop_t;
 
 /* Bytes per element; 0 for a value outside the enum. */

@@ -5,6 +5,8 @@
                                           # WORLD_SIZE), an explicit store=, or under hcomm-run
     dist.all_reduce(t)                    # CPU tensors, every dtype incl. bfloat16 and float16
     hcomm.torch.set_compression(hcomm.CompressionType.FP16)   # per process group (default: WORLD)
+    hcomm.torch.set_qos(min_rate=30, priority=2, group=pg)    # QoS class of a process group
+    hcomm.torch.failover_stats()                              # failovers, failbacks, link events
 
 Each process group (new_group() too) is one hcomm communicator, met through the group's c10d
 store. hcomm's own HCOMM_* variables apply (compression, QoS, failover, transports)."""
@@ -16,7 +18,7 @@ import torch.distributed as dist
 from . import CompressionType, _torch
 from .config import compression_type
 
-__all__ = ["set_compression", "failover_stats", "fp16_compress_hook"]
+__all__ = ["set_compression", "set_qos", "failover_stats", "fp16_compress_hook"]
 
 
 def _from_hcomm_run():
@@ -39,10 +41,25 @@ if "hcomm" not in getattr(dist.Backend, "_plugins", {}) and not hasattr(dist.Bac
 _from_hcomm_run()
 
 
+def _group(group):
+    return group if group is not None else dist.distributed_c10d._get_default_group()
+
+
 def set_compression(kind, group=None):
-    """The codec of `group`'s frames from now on (default: the default group)."""
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    _torch.set_compression(pg, int(compression_type(kind).value))
+    """The codec of `group`'s frames from now on (default: the default group): a
+    hcomm.CompressionType or its name ("none", "fp16", "bf16", "zstd", "delta", "auto")."""
+    _torch.set_compression(_group(group), int(compression_type(kind).value))
+
+
+def set_qos(min_rate=0, max_rate=100, priority=0, group=None):
+    """`group`'s QoS class (README "QoS"): its guaranteed and capped share of each link in %,
+    and its priority 0..7. Raises RuntimeError naming the field when one is out of range."""
+    _torch.set_qos(_group(group), int(min_rate), int(max_rate), int(priority))
+
+
+def failover_stats(group=None):
+    """`group`'s failover counters and link events (as hcomm.failover_stats())."""
+    return _torch.failover_stats(_group(group))
 
 
 def fp16_compress_hook(state, bucket):
@@ -50,7 +67,7 @@ def fp16_compress_hook(state, bucket):
     for the hcomm backend: the bucket is averaged with hcomm's fp16 codec on the wire between
     hosts, reduced in float32 (unlike torch's fp16_compress_hook, which casts the whole bucket
     and sums in fp16). `state` may be a process group (None: the default one)."""
-    group = state if state is not None else dist.distributed_c10d._get_default_group()
+    group = _group(state)
     _torch.set_compression(group, int(CompressionType.FP16.value))
     fut = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=group,
                           async_op=True).get_future()

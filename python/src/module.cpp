@@ -18,6 +18,7 @@
 #include "comm.hpp"
 #include "errors.hpp"
 #include "scheduler.hpp"
+#include "stats.hpp"
 #include "work.hpp"
 
 namespace py = pybind11;
@@ -26,31 +27,6 @@ using hcomm::python::PyComm;
 using hcomm::python::PyWork;
 
 namespace {
-
-py::dict failover_stats_dict(const FailoverStats& s) {
-  py::dict d;
-  d["failovers"] = s.failovers;
-  d["failbacks"] = s.failbacks;
-  d["reconnect_attempts"] = s.reconnect_attempts;
-  d["reconnects"] = s.reconnects;
-  d["peers_lost"] = s.peers_lost;
-  d["frames_replayed"] = s.frames_replayed;
-  d["bytes_replayed"] = s.bytes_replayed;
-  d["duplicates_dropped"] = s.duplicates_dropped;
-  py::list events;
-  for (const LinkEvent& e : s.events) {
-    py::dict ev;
-    ev["peer"] = e.peer;
-    ev["from"] = e.from;
-    ev["to"] = e.to;
-    ev["reason"] = e.reason;
-    ev["detection_ms"] = e.detection_ms;
-    ev["when"] = std::chrono::duration<double>(e.when.time_since_epoch()).count();
-    events.append(ev);
-  }
-  d["events"] = events;
-  return d;
-}
 
 py::list ranks_list(const std::vector<RankInfo>& ranks) {
   py::list out;
@@ -143,7 +119,10 @@ PYBIND11_MODULE(_hcomm, m) {
       .value("PRODUCT", ReduceOp::prod)
       .value("MIN", ReduceOp::min)
       .value("MAX", ReduceOp::max)
-      .value("AVG", ReduceOp::avg);
+      .value("AVG", ReduceOp::avg)
+      .value("BAND", ReduceOp::band)
+      .value("BOR", ReduceOp::bor)
+      .value("BXOR", ReduceOp::bxor);
   py::enum_<Compression>(m, "CompressionType")
       .value("NONE", Compression::none)
       .value("FP16", Compression::fp16)
@@ -205,7 +184,7 @@ PYBIND11_MODULE(_hcomm, m) {
              return py::make_tuple(q.min_rate, q.max_rate, q.priority);
            })
       .def("failover_stats",
-           [](PyComm& c) { return failover_stats_dict(c.comm().failover_stats()); })
+           [](PyComm& c) { return python::failover_stats_dict(c.comm().failover_stats()); })
       .def("ranks", [](PyComm& c) { return ranks_list(c.comm().ranks()); })
       .def("lost_peers", [](PyComm& c) { return c.comm().lost_peers(); })
       .def("algorithm_for", [](PyComm& c, const std::string& op,

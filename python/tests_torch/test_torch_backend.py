@@ -180,3 +180,73 @@ def test_compression_per_group():
     want = torch.linspace(0, 1, 4096) * size + size * (size - 1) / 2
     assert torch.allclose(t, want, rtol=size * 2.0 ** -10, atol=size * 2.0 ** -10)
     hcomm.torch.set_compression("none")
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool])
+@pytest.mark.parametrize("op", ["BAND", "BOR", "BXOR"])
+def test_bitwise(dtype, op):
+    rank, size = world()
+    gen = torch.Generator().manual_seed(42)
+    bits = [torch.randint(0, 256, (999,), generator=gen, dtype=torch.int64) for _ in range(size)]
+    fold = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op]
+    want = bits[0].to(dtype)
+    for b in bits[1:]:
+        want = fold(want, b.to(dtype))
+    mine = bits[rank].to(dtype)
+    dist.all_reduce(mine, op=getattr(dist.ReduceOp, op))
+    assert torch.equal(mine, want)
+
+
+def test_bitwise_refuses_floats():
+    with pytest.raises(RuntimeError, match="integer types only"):
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR)
+    dist.barrier()
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed.all_gather_coalesced")
+def test_all_gather_coalesced():
+    rank, size = world()
+    inputs = [torch.full((2, 2), float(rank)), torch.tensor([rank * 10.0]), torch.arange(3.0) + rank]
+    outputs = [[torch.empty_like(t) for t in inputs] for _ in range(size)]
+    dist.all_gather_coalesced(outputs, inputs)
+    for r in range(size):
+        assert torch.equal(outputs[r][0], torch.full((2, 2), float(r)))
+        assert torch.equal(outputs[r][1], torch.tensor([r * 10.0]))
+        assert torch.equal(outputs[r][2], torch.arange(3.0) + r)
+
+
+def test_wait_honours_its_timeout():
+    import datetime
+    import time
+    rank, size = world()
+    if size < 2:
+        pytest.skip("one rank")
+    if rank == 0:
+        inbox = torch.zeros(4)
+        w = dist.irecv(inbox, src=1, tag=77)
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match="did not complete within 200 ms"):
+            w.wait(datetime.timedelta(milliseconds=200))
+        took = time.monotonic() - start
+        assert 0.19 < took < 1.5, took
+    dist.barrier()
+    if rank == 1:
+        dist.send(torch.full((4,), 5.0), dst=0, tag=77)
+    if rank == 0:
+        w.wait()  # the receive went on: it completes once the message comes
+        assert torch.equal(inbox, torch.full((4,), 5.0))
+    dist.barrier()
+
+
+def test_qos_and_failover_stats():
+    hcomm.torch.set_qos(min_rate=30, max_rate=90, priority=2)
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((1000,), float(dist.get_world_size())))
+    with pytest.raises(RuntimeError, match="min"):
+        hcomm.torch.set_qos(min_rate=200)
+    hcomm.torch.set_qos()
+    stats = hcomm.torch.failover_stats()
+    assert stats["failovers"] == 0 and stats["peers_lost"] == 0 and "events" in stats
+    with pytest.raises(RuntimeError, match="not an hcomm process group"):
+        hcomm.torch.failover_stats(dist.new_group(backend="gloo"))

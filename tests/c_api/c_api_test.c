@@ -147,11 +147,12 @@ static void* xmalloc(size_t bytes) {
 
 /* ---------------------------------------------------------------------- elements, reference */
 
-enum { kNumTypes = 8, kNumOps = 5, kGuard = 8, kMaxRanks = 64 };
+enum { kNumTypes = 8, kNumOps = 8, kGuard = 8, kMaxRanks = 64 };
 static const size_t kElementSize[kNumTypes] = {1, 1, 4, 8, 2, 2, 4, 8};
 static const char* const kTypeName[kNumTypes] = {"int8",    "uint8",    "int32",   "int64",
                                                  "float16", "bfloat16", "float32", "float64"};
-static const char* const kOpName[kNumOps] = {"sum", "prod", "min", "max", "avg"};
+static const char* const kOpName[kNumOps] = {"sum", "prod", "min", "max",
+                                             "avg", "band", "bor", "bxor"};
 static const char kSentinel = (char)0xA5; /* every byte of a buffer before an operation */
 
 /* One element's value: `i` for the integer types, `f` for the floating ones. */
@@ -360,6 +361,11 @@ static int64_t wrap(hcomm_datatype_t dt, uint64_t x) {
   }
 }
 
+/* The bitwise ops take integer types only. */
+static int reduces(hcomm_redop_t op, hcomm_datatype_t dt) {
+  return !(op == HCOMM_BAND || op == HCOMM_BOR || op == HCOMM_BXOR) || !is_floating(dt);
+}
+
 /* The reduction of `n` contributions as the header defines it: integers wrap around, avg
  * divides the wrapped sum truncating toward zero; floating results are rounded to the type by
  * put() (exact for sum, prod, min and max of these inputs; avg the correctly rounded quotient). */
@@ -373,6 +379,9 @@ static value_t reference(hcomm_datatype_t dt, hcomm_redop_t op, const value_t* v
       if (op == HCOMM_PROD) acc *= (uint64_t)v[k].i;
       if (op == HCOMM_MIN && v[k].i < r.i) r.i = v[k].i;
       if (op == HCOMM_MAX && v[k].i > r.i) r.i = v[k].i;
+      if (op == HCOMM_BAND && k > 0) r.i &= v[k].i; /* sign-extended in, sign-extended out */
+      if (op == HCOMM_BOR && k > 0) r.i |= v[k].i;
+      if (op == HCOMM_BXOR && k > 0) r.i ^= v[k].i;
     }
     if (op == HCOMM_SUM || op == HCOMM_PROD) r.i = wrap(dt, acc);
     if (op == HCOMM_AVG) r.i = wrap(dt, acc) / n;
@@ -514,6 +523,7 @@ static void test_allreduce(hcomm_comm_t comm, const char* label, int all_big) {
       for (c = 0; c < kNumCounts; ++c)
         for (f = 0; f < 4; ++f) {
           if (c == kBig && !all_big && f != (o + d) % 4) continue;
+          if (!reduces((hcomm_redop_t)o, (hcomm_datatype_t)d)) continue;
           one_allreduce(comm, label, (hcomm_redop_t)o, (hcomm_datatype_t)d, kCounts[c], f & 1,
                         f >> 1);
         }
@@ -563,6 +573,7 @@ static void test_reduce(hcomm_comm_t comm) {
             const hcomm_redop_t op = (hcomm_redop_t)o;
             const hcomm_datatype_t dt = (hcomm_datatype_t)d;
             const size_t count = kCounts[c];
+            if (!reduces(op, dt)) continue;
             const int async = f & 1, in_place = f >> 1;
             uint32_t salt;
             buffer_t send, recv, want;
@@ -682,6 +693,7 @@ static void test_reduce_scatter(hcomm_comm_t comm) {
           const hcomm_redop_t op = (hcomm_redop_t)o;
           const hcomm_datatype_t dt = types[t];
           const size_t count = kBlockCounts[c], total = count * (size_t)g_size;
+          if (!reduces(op, dt)) continue;
           const int async = f & 1, in_place = f >> 1;
           uint32_t salt;
           buffer_t send, recv, want, got;
@@ -1242,7 +1254,7 @@ static void bad_registration(hcomm_mr_t mr, const char* kind) {
  * anything starts, so this rank's business alone (every rank makes them all the same). */
 static void bad_enums_and_pointers(hcomm_comm_t c) {
   static const int bad_types[] = {8, 99, -1, 262};
-  static const int bad_ops[] = {5, 99, -1, 262};
+  static const int bad_ops[] = {8, 99, -1, 262};
   int32_t x[kMaxRanks] = {0}, y[kMaxRanks] = {0};
   size_t counts[kMaxRanks], displs[kMaxRanks];
   hcomm_work_t w;
@@ -1298,6 +1310,11 @@ static void bad_enums_and_pointers(hcomm_comm_t c) {
     EXPECT_INVALID(hcomm_reduce_scatter_async(c, x, y, 1, HCOMM_INT32, op, &w),
                    "hcomm_reduce_scatter_async", O);
   }
+  set_case("bitwise op on a floating type");
+  EXPECT_INVALID(hcomm_allreduce(c, x, y, 1, HCOMM_FLOAT32, HCOMM_BXOR), "allreduce: bxor",
+                 "integer types only");
+  EXPECT_INVALID(hcomm_reduce(c, x, y, 1, HCOMM_FLOAT16, HCOMM_BAND, 0), "reduce: band",
+                 "integer types only");
 
   set_case("NULL work pointers");
   EXPECT_INVALID(hcomm_allreduce_async(c, x, y, 1, HCOMM_INT32, HCOMM_SUM, NULL),

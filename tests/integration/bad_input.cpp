@@ -173,6 +173,10 @@ int main(int argc, char** argv) {
   expect(st, HCOMM_ERR_INVALID_ARG, "data type", "invalid data type");
   st = c.allreduce(a.data(), b.data(), 10, DataType::float32, static_cast<ReduceOp>(9));
   expect(st, HCOMM_ERR_INVALID_ARG, "reduce op", "invalid reduce op");
+  st = c.allreduce(a.data(), b.data(), 10, DataType::float32, ReduceOp::bxor);
+  expect(st, HCOMM_ERR_INVALID_ARG, "integer types only", "bxor of float32");
+  st = c.reduce_scatter(a.data(), b.data(), 1, DataType::bfloat16, ReduceOp::band);
+  expect(st, HCOMM_ERR_INVALID_ARG, "integer types only", "band of bfloat16");
   st = c.broadcast(a.data(), 10, DataType::float32, size);
   expect(st, HCOMM_ERR_INVALID_ARG, "root", "root out of range");
   st = c.broadcast(a.data(), 10, DataType::float32, -1);

@@ -55,7 +55,7 @@ constexpr DataType kAllTypes[] = {DataType::int8,    DataType::uint8,   DataType
                                   DataType::int64,   DataType::float16, DataType::bfloat16,
                                   DataType::float32, DataType::float64};
 constexpr ReduceOp kAllOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
-                                ReduceOp::avg};
+                                ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
 constexpr size_t kLarge = 262147;
 constexpr size_t kTinyChunk = 24;
 constexpr auto kP2pDeadline = std::chrono::seconds(120);
@@ -661,7 +661,8 @@ std::string algo_string(const AlgoSet& s) {
 enum class Level { full, alternate, large };
 
 // Runs body(type, op, root, in_place) over the product a level asks for. `reduction`: all five
-// ops (else only sum, which such operations ignore); `rooted`: every root (else root -1).
+// ops the type has (the bitwise ones for integers only; else only sum, which such operations
+// ignore); `rooted`: every root (else root -1).
 template <class F>
 void product(Env& e, Level level, bool reduction, bool rooted, F body) {
   const int roots = rooted ? e.size : 1;
@@ -669,6 +670,7 @@ void product(Env& e, Level level, bool reduction, bool rooted, F body) {
   for (DataType t : kAllTypes)
     for (ReduceOp op : kAllOps) {
       if (!reduction && op != ReduceOp::sum) continue;
+      if (!hcomm::reduces(op, t)) continue;
       for (int root = 0; root < roots; ++root, ++k) {
         const int r = rooted ? root : -1;
         if (level == Level::full) {
@@ -692,7 +694,8 @@ std::vector<LargeCase> large_cases(bool reduction, size_t salt) {
   std::vector<LargeCase> out;
   size_t k = salt;
   for (DataType t : kAllTypes) {
-    ReduceOp op = reduction ? kAllOps[k % hcomm::kNumReduceOps] : ReduceOp::sum;
+    ReduceOp op = reduction ? kAllOps[k % std::size(kAllOps)] : ReduceOp::sum;
+    if (!hcomm::reduces(op, t)) op = ReduceOp::max;
     out.push_back({t, op, k % 2 == 1});
     ++k;
   }

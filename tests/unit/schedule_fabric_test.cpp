@@ -171,6 +171,15 @@ double reference(const std::vector<int64_t>& xs, DataType t, ReduceOp op) {
       case ReduceOp::max:
         acc = std::max(acc, x);
         break;
+      case ReduceOp::band:
+        acc &= x;
+        break;
+      case ReduceOp::bor:
+        acc |= x;
+        break;
+      case ReduceOp::bxor:
+        acc ^= x;
+        break;
     }
   }
   const int64_t n = static_cast<int64_t>(xs.size());

@@ -35,7 +35,7 @@ const char kUsageHead[] =
     "  -c, --check 0|1       verify every element of the result (default 1)\n"
     "  -d, --datatype T      int8/char, uint8, int32/int, int64, float16/half, bfloat16,\n"
     "                        float32/float, float64/double (default float32)\n"
-    "  -o, --op R            sum (default), prod, min, max, avg\n"
+    "  -o, --op R            sum (default), prod, min, max, avg; band, bor, bxor (integers)\n"
     "  -r, --root R          root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -a, --algo A          force the algorithm (auto: the library's choice); by operation:\n";
 const char kUsageTail[] =

@@ -17,6 +17,12 @@ int64_t combine_int(DataType t, ReduceOp op, int64_t a, int64_t b) {
       return std::min(a, b);
     case ReduceOp::max:
       return std::max(a, b);
+    case ReduceOp::band:  // a and b are sign- (uint8: zero-) extended: so is the result
+      return a & b;
+    case ReduceOp::bor:
+      return a | b;
+    case ReduceOp::bxor:
+      return a ^ b;
   }
   return 0;
 }
@@ -33,6 +39,10 @@ double combine_real(ReduceOp op, double a, double b) {
       return std::isnan(a) || std::isnan(b) ? nan : (a < b ? a : b);
     case ReduceOp::max:
       return std::isnan(a) || std::isnan(b) ? nan : (a > b ? a : b);
+    case ReduceOp::band:  // integer types only
+    case ReduceOp::bor:
+    case ReduceOp::bxor:
+      return nan;
   }
   return nan;
 }

@@ -55,7 +55,7 @@ inline bool matches(const Expectation& e, double got) {
 /// tolerance() above.
 template <class Input>
 Expectation reduction(DataType t, ReduceOp op, int n, const Input& input) {
-  if (is_integer(t)) {
+  if (reference::is_integer(t)) {
     int64_t acc = wrap(t, static_cast<int64_t>(input(0)));
     for (int r = 1; r < n; ++r) acc = combine_int(t, op, acc, static_cast<int64_t>(input(r)));
     if (op == ReduceOp::avg) acc /= n;

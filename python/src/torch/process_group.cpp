@@ -29,6 +29,8 @@
 
 #include <hcomm/hcomm.hpp>
 
+#include "stats.hpp"
+
 namespace hcomm::torch_backend {
 namespace {
 
@@ -71,9 +73,15 @@ ReduceOp op_of(const c10d::ReduceOp& op) {
       return ReduceOp::min;
     case c10d::ReduceOp::MAX:
       return ReduceOp::max;
+    case c10d::ReduceOp::BAND:
+      return ReduceOp::band;
+    case c10d::ReduceOp::BOR:
+      return ReduceOp::bor;
+    case c10d::ReduceOp::BXOR:
+      return ReduceOp::bxor;
     default:
       TORCH_CHECK(false, "hcomm: reduce op ", static_cast<int>(op.op_),
-                  " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
+                  " is not supported (SUM, AVG, PRODUCT, MIN, MAX; BAND, BOR, BXOR for integers)");
   }
 }
 
@@ -225,6 +233,13 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
   }
 
   const std::string getBackendName() const override { return "hcomm"; }
+  /// The hcomm process group behind `pg`; a TypeError-like RuntimeError for another backend's.
+  static ProcessGroupHcomm& of(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    auto* mine = dynamic_cast<ProcessGroupHcomm*>(pg.get());
+    TORCH_CHECK(mine != nullptr,
+                "hcomm: not an hcomm process group (init_process_group(\"hcomm\"))");
+    return *mine;
+  }
   Communicator& comm() { return *comm_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -302,6 +317,34 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
                                            static_cast<size_t>(in.numel()), dtype_of(in));
     return make_work(OpType::_ALLGATHER_BASE, std::move(w), {output}, {in, out},
                      copy_back(output, out));
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions&) override {
+    TORCH_CHECK(!inputs.empty() && outputs.size() == static_cast<size_t>(getSize()),
+                "hcomm: allgather_coalesced of a list of tensors into world-size lists");
+    for (const auto& list : outputs)
+      TORCH_CHECK(list.size() == inputs.size(),
+                  "hcomm: allgather_coalesced: every output list has one tensor per input");
+    at::Tensor in = at::cat(flatten_each(inputs));  // rank r's inputs, back to back
+    const int64_t n = in.numel();
+    at::Tensor flat = at::empty({getSize() * n}, in.options());
+    std::vector<std::vector<at::Tensor>> outs = outputs;
+    auto after = [flat, outs, n]() mutable {
+      for (size_t r = 0; r < outs.size(); ++r) {
+        int64_t at = static_cast<int64_t>(r) * n;
+        for (auto& t : outs[r]) {
+          t.view(-1).copy_(flat.narrow(0, at, t.numel()));
+          at += t.numel();
+        }
+      }
+    };
+    std::vector<at::Tensor> all;
+    for (const auto& list : outputs) all.insert(all.end(), list.begin(), list.end());
+    hcomm::Work w = comm().allgather_async(in.data_ptr(), flat.data_ptr(), static_cast<size_t>(n),
+                                           dtype_of(in));
+    return make_work(OpType::ALLGATHER_COALESCED, std::move(w), all, {in, flat}, after);
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -525,9 +568,16 @@ PYBIND11_MODULE(_torch, m) {
           return c10::make_intrusive<ProcessGroupHcomm>(
               store, rank, size, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
         });
+  m.def("failover_stats", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    return hcomm::python::failover_stats_dict(ProcessGroupHcomm::of(pg).comm().failover_stats());
+  });
+  m.def("set_qos", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int min_rate, int max_rate,
+                      int priority) {
+    const hcomm::Status st =
+        ProcessGroupHcomm::of(pg).comm().set_qos(hcomm::QosClass{min_rate, max_rate, priority});
+    TORCH_CHECK(st.ok(), "hcomm: ", st.to_string());
+  });
   m.def("set_compression", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int mode) {
-    auto* mine = dynamic_cast<ProcessGroupHcomm*>(pg.get());
-    TORCH_CHECK(mine != nullptr, "hcomm: not an hcomm process group");
-    mine->comm().set_compression(static_cast<hcomm::Compression>(mode));
+    ProcessGroupHcomm::of(pg).comm().set_compression(static_cast<hcomm::Compression>(mode));
   });
 }
