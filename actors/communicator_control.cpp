@@ -196,6 +196,10 @@ void CommunicatorControl::start(collectives::OperationPtr op, collectives::Sched
   state_->runtime->engine().post(std::move(task), caller_drives);
 }
 
+void CommunicatorControl::wake_engine() {
+  state_->runtime->engine().wake_for_work();
+}
+
 bool CommunicatorControl::drive_until(const std::function<bool()>& done,
                                       std::chrono::steady_clock::time_point until) {
   return state_->runtime->engine().drive_until(done, until);

@@ -35,6 +35,8 @@ class CommunicatorControl {
   /// completes from there. `caller_drives`: the calling thread waits for it next, driving the
   /// engine itself, so the engine thread need not be woken.
   void start(collectives::OperationPtr op, collectives::Schedule schedule, bool caller_drives);
+  /// Has the engine thread look at its pollers now (transport::ProgressEngine::wake_for_work).
+  void wake_engine();
   /// Runs the progress engine on the calling thread until `done()` or `until`.
   bool drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
   /// Ranks of this communicator on this host, this one included.

@@ -146,6 +146,9 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
       slots_->start(std::move(op), cfg_.op_timeout, &finished);
     }
     collectives::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
+    // Nobody waits for it yet: the engine thread's poller moves it on meanwhile, from now (not
+    // from the end of the epoll sleep it may be in).
+    if (!caller_waits && !work.test()) control_->wake_engine();
     return work;
   }
   std::lock_guard<std::mutex> lock(submit_mutex_);
@@ -184,7 +187,10 @@ bool CommunicatorImpl::caller_spins() const {
 }
 
 Status CommunicatorImpl::run(collectives::OperationPtr op) {
-  return submit(std::move(op), driver_->spins()).wait(cfg_.op_timeout);
+  // A slot-board operation is moved on by the waiting thread itself (SlotCollectives::drive),
+  // whether or not it spins.
+  const bool drives = driver_->spins() || (collectives::is_collective(op->kind) && uses_slots(*op));
+  return submit(std::move(op), drives).wait(cfg_.op_timeout);
 }
 
 Work CommunicatorImpl::combine(const std::vector<Work>& works) {

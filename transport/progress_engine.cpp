@@ -60,10 +60,18 @@ ProgressEngine::~ProgressEngine() {
 void ProgressEngine::post(Task task, bool caller_drives) {
   tasks_.push(new Task(std::move(task)));
   if (caller_drives) return;
-  // A parked engine thread is not woken: a caller drives (and drains the queue), or drove a
-  // moment ago and the engine thread looks by itself within kLingerNs / kParkCheckNs. Waking it
-  // here, typically just before the poster waits and drives, would cost that wait a wake-up.
-  if (sleeping_.exchange(false)) ring_doorbell();
+  // Nobody may drive for this task (an asynchronous operation): the engine thread runs it now,
+  // woken from epoll or from its park (a parked one would look only within kLingerNs, or
+  // kParkCheckNs after a caller that drove left nothing in flight).
+  wake_for_work();
+}
+
+void ProgressEngine::wake_for_work() {
+  if (callers_.load() > 0) return;  // the driving caller runs the pollers
+  if (sleeping_.exchange(false))
+    ring_doorbell();
+  else
+    wake_engine_thread();  // parked (or about to park): it drives at once
 }
 
 void ProgressEngine::ring_doorbell() {

@@ -75,6 +75,10 @@ class ProgressEngine {
   /// Any thread but a driving one: runs the engine on the calling thread, busy polling, until
   /// `done()` or `until`; waits its turn if another thread drives. Returns done().
   bool drive_until(const std::function<bool()>& done, Clock::time_point until);
+  /// Any thread: work that a Poller finds by itself was started outside post() (a slot-board
+  /// operation) and nobody may drive it: unless a caller drives, the engine thread looks now,
+  /// woken from epoll or from its park (else it would look only at its next timeout).
+  void wake_for_work();
   /// Counts operations in flight (their owners add 1 when one starts and -1 when it ends), so
   /// that a caller that stops driving knows whether the engine thread must take over.
   std::atomic<int>& active_operations() { return active_; }
