@@ -186,14 +186,14 @@ CommunicatorControl::~CommunicatorControl() {
 }
 
 void CommunicatorControl::start(collectives::OperationPtr op, collectives::Schedule schedule,
-                                bool caller_drives) {
+                                transport::ProgressEngine::Waker waker) {
   auto plane = state_->plane;
   // Engine tasks are std::function, hence copyable: the move-only schedule travels by pointer.
   auto steps = std::make_shared<collectives::Schedule>(std::move(schedule));
   auto task = [plane, op = std::move(op), steps]() mutable {
     plane->start(std::move(op), std::move(*steps));
   };
-  state_->runtime->engine().post(std::move(task), caller_drives);
+  state_->runtime->engine().post(std::move(task), waker);
 }
 
 void CommunicatorControl::wake_engine() {

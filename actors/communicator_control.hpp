@@ -32,9 +32,9 @@ class CommunicatorControl {
   /// Fails running operations (HCOMM_ERR_ABORTED), says goodbye to the peers, stops the actors.
   ~CommunicatorControl();
   /// Hands `op` and its schedule to the progress engine (a lock-free queue, no actor); its Work
-  /// completes from there. `caller_drives`: the calling thread waits for it next, driving the
-  /// engine itself, so the engine thread need not be woken.
-  void start(collectives::OperationPtr op, collectives::Schedule schedule, bool caller_drives);
+  /// completes from there. `waker`: who moves it on (transport::ProgressEngine::post).
+  void start(collectives::OperationPtr op, collectives::Schedule schedule,
+             transport::ProgressEngine::Waker waker);
   /// Has the engine thread look at its pollers now (transport::ProgressEngine::wake_for_work).
   void wake_engine();
   /// Runs the progress engine on the calling thread until `done()` or `until`.

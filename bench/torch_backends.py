@@ -3,7 +3,11 @@
 side in the same processes, alternating.
 
     python3 torch_backends.py allreduce ROUNDS   dist.all_reduce of float32, 8 B to 64 MiB
-    python3 torch_backends.py ddp ROUNDS         a DDP training step of a ~10 M parameter MLP
+    python3 torch_backends.py ddp ROUNDS         DDP training steps of two ~10 M parameter models:
+                                                 "mlp" (9.4 M, 8 samples per rank: compute-bound)
+                                                 and "embedding" (an EmbeddingBag of 9.8 M with
+                                                 dense gradients and a small MLP, 32 bags of 20
+                                                 ids per rank: gradient-bound, as recommenders)
 
 Within a round every (size, backend) runs once, the backend order flipping from round to round;
 rank 0 prints one line per measurement ("allreduce SIZE BACKEND ROUND SECONDS", "ddp PARAMS
@@ -53,37 +57,57 @@ def allreduce():
                 report("allreduce", s, name, r, time_allreduce(buffers[s], groups[name], iters))
 
 
-def model():
+class Embedding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag(98304, 100, mode="mean")
+        self.head = torch.nn.Sequential(torch.nn.Linear(100, 256), torch.nn.ReLU(),
+                                        torch.nn.Linear(256, 1))
+
+    def forward(self, ids):
+        return self.head(self.bag(ids))
+
+
+def model(kind):
     torch.manual_seed(0)
+    if kind == "embedding":
+        return Embedding()
     return torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
                                torch.nn.Linear(4096, 1024), torch.nn.ReLU(),
                                torch.nn.Linear(1024, 1024))
 
 
+def data(kind, gen):
+    if kind == "embedding":
+        return torch.randint(0, 98304, (32, 20), generator=gen), torch.randn(32, 1, generator=gen)
+    return torch.randn(8, 1024, generator=gen), torch.randn(8, 1024, generator=gen)
+
+
 def ddp():
-    nets = {name: torch.nn.parallel.DistributedDataParallel(model(), process_group=g)
-            for name, g in groups.items()}
-    opts = {name: torch.optim.SGD(net.parameters(), lr=1e-3) for name, net in nets.items()}
-    params = sum(p.numel() for p in nets["hcomm"].parameters())
     gen = torch.Generator().manual_seed(rank)
-    x, y = torch.randn(32, 1024, generator=gen), torch.randn(32, 1024, generator=gen)
+    for kind in ("mlp", "embedding"):
+        nets = {name: torch.nn.parallel.DistributedDataParallel(model(kind), process_group=g)
+                for name, g in groups.items()}
+        opts = {name: torch.optim.SGD(net.parameters(), lr=1e-3) for name, net in nets.items()}
+        params = sum(p.numel() for p in nets["hcomm"].parameters())
+        x, y = data(kind, gen)
 
-    def step(name):
-        opts[name].zero_grad()
-        torch.nn.functional.mse_loss(nets[name](x), y).backward()
-        opts[name].step()
+        def step(name):
+            opts[name].zero_grad()
+            torch.nn.functional.mse_loss(nets[name](x), y).backward()
+            opts[name].step()
 
-    for name in groups:  # warm-up: DDP's buckets form in the first steps
-        for _ in range(3):
-            step(name)
-    steps = 5
-    for r in range(rounds):
-        for name in order(r):
-            dist.barrier(group=groups[name])
-            t0 = time.perf_counter()
-            for _ in range(steps):
+        for name in groups:  # warm-up: DDP's buckets form in the first steps
+            for _ in range(3):
                 step(name)
-            report("ddp", params, name, r, (time.perf_counter() - t0) / steps)
+        steps = 5
+        for r in range(rounds):
+            for name in order(r):
+                dist.barrier(group=groups[name])
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    step(name)
+                report("ddp", f"{kind}:{params}", name, r, (time.perf_counter() - t0) / steps)
 
 
 {"allreduce": allreduce, "ddp": ddp}[mode]()

@@ -347,7 +347,13 @@ bool SlotCollectives::poll() {
     worked = progress(&b, &finished);
   }
   complete(finished);
-  return worked;
+  // Within an exchange the peers' next parts follow within microseconds, and nobody rings the
+  // engine for them: stay hot for kHotAfterMove after a move rather than sleep a millisecond per
+  // part (a late peer then costs this much polling, then 1 ms looks, max_sleep_ms()).
+  const auto now = Clock::now();
+  if (worked) last_move_ = now;
+  return worked ||
+         (pending_count_.load(std::memory_order_relaxed) > 0 && now - last_move_ < kHotAfterMove);
 }
 
 Status SlotCollectives::check_peer(int q, uint64_t seq, const Operation& op) const {

@@ -108,6 +108,9 @@ class SlotCollectives final : public core::ProgressDriver, public transport::Pol
   std::vector<uint32_t> done_seen_;  // per rank, its SlotProgress::done as last read
   Clock::time_point next_liveness_{};
   unsigned stuck_checks_ = 0;
+  /// How long the engine thread keeps polling after an operation moved (see poll()).
+  static constexpr std::chrono::microseconds kHotAfterMove{200};
+  Clock::time_point last_move_{};  // engine thread: when poll() last moved something
 };
 
 }  // namespace hcomm::collectives

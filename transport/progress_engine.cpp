@@ -57,13 +57,20 @@ ProgressEngine::~ProgressEngine() {
   close(epoll_fd_);
 }
 
-void ProgressEngine::post(Task task, bool caller_drives) {
+void ProgressEngine::post(Task task, Waker waker) {
   tasks_.push(new Task(std::move(task)));
-  if (caller_drives) return;
-  // Nobody may drive for this task (an asynchronous operation): the engine thread runs it now,
-  // woken from epoll or from its park (a parked one would look only within kLingerNs, or
-  // kParkCheckNs after a caller that drove left nothing in flight).
-  wake_for_work();
+  switch (waker) {
+    case Waker::caller:
+      return;
+    case Waker::nearby:
+      nudge();
+      return;
+    case Waker::engine:
+      // A parked engine thread would look only within kLingerNs, or kParkCheckNs after a
+      // caller that drove left nothing in flight.
+      wake_for_work();
+      return;
+  }
 }
 
 void ProgressEngine::wake_for_work() {
@@ -72,6 +79,10 @@ void ProgressEngine::wake_for_work() {
     ring_doorbell();
   else
     wake_engine_thread();  // parked (or about to park): it drives at once
+}
+
+void ProgressEngine::nudge() {
+  if (sleeping_.exchange(false)) ring_doorbell();
 }
 
 void ProgressEngine::ring_doorbell() {

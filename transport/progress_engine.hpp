@@ -69,9 +69,16 @@ class ProgressEngine {
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
+  /// Who moves a posted task on.
+  enum class Waker {
+    engine,  ///< nobody else: the engine thread runs it now (woken from epoll or its park)
+    nearby,  ///< a caller is likely to wait and drive soon (a small asynchronous operation):
+             ///< an engine asleep in epoll is rung, a parked one looks by itself within its park
+             ///< (waking it would cost that caller's wait a wake-up)
+    caller,  ///< the posting thread calls drive_until() right away: nobody is woken
+  };
   /// Any thread: runs `task` on the engine, in posting order per posting thread.
-  /// `caller_drives`: the posting thread calls drive_until() right away, so nobody needs waking.
-  void post(Task task, bool caller_drives = false);
+  void post(Task task, Waker waker = Waker::engine);
   /// Any thread but a driving one: runs the engine on the calling thread, busy polling, until
   /// `done()` or `until`; waits its turn if another thread drives. Returns done().
   bool drive_until(const std::function<bool()>& done, Clock::time_point until);
@@ -79,6 +86,9 @@ class ProgressEngine {
   /// operation) and nobody may drive it: unless a caller drives, the engine thread looks now,
   /// woken from epoll or from its park (else it would look only at its next timeout).
   void wake_for_work();
+  /// Any thread: as wake_for_work(), but only an engine thread asleep in epoll is woken; a parked
+  /// one looks by itself when its park ends (Waker::nearby).
+  void nudge();
   /// Counts operations in flight (their owners add 1 when one starts and -1 when it ends), so
   /// that a caller that stops driving knows whether the engine thread must take over.
   std::atomic<int>& active_operations() { return active_; }

@@ -29,7 +29,12 @@ class PyWork {
   /// (the output array, or None), raises the operation's hcomm.Error, hcomm.TimeoutError when it
   /// still runs (it goes on), KeyboardInterrupt on Ctrl-C (it goes on).
   py::object wait(std::optional<double> timeout_s);
-  bool is_completed() const { return work_.test(); }
+  /// Moves the operation on for a moment (as MPI_Test does: an operation nobody waits on may
+  /// otherwise wait for the engine thread's next look), then says whether it completed.
+  bool is_completed() const {
+    if (!work_.test()) (void)work_.wait(std::chrono::milliseconds(0));
+    return work_.test();
+  }
   /// None while running or after success; else the hcomm.Error it failed with.
   py::object exception() const;
   const Work& work() const { return work_; }

@@ -46,7 +46,7 @@ void on_engine(ProgressEngine& engine, const std::function<void()>& fn) {
         fn();
         done = true;
       },
-      /*caller_drives=*/true);
+      hcomm::transport::ProgressEngine::Waker::caller);
   REQUIRE(engine.drive_until([&] { return done.load(); }, ProgressEngine::Clock::now() + 5s));
 }
 

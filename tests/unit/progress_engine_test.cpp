@@ -45,7 +45,7 @@ TEST_CASE("a caller that drives runs the tasks itself, and the engine thread sta
           where = std::this_thread::get_id();
           done = true;
         },
-        /*caller_drives=*/true);
+        ProgressEngine::Waker::caller);
     REQUIRE(engine.drive_until([&] { return done.load(); }, std::chrono::steady_clock::now() + 1s));
     CHECK((where == std::this_thread::get_id()));
   }
@@ -65,7 +65,7 @@ TEST_CASE("work left running when a caller stops driving is finished by the engi
           done = true;
         });
       },
-      true);
+      ProgressEngine::Waker::caller);
   CHECK_FALSE(
       engine.drive_until([&] { return done.load(); }, std::chrono::steady_clock::now() + 500us));
   // The caller handed over; the engine thread is woken at once, not after its park timeout.
@@ -79,7 +79,7 @@ TEST_CASE("two callers: one drives, the other's work completes through it") {
   auto waiter = [&] {
     for (int i = 0; i < 500; ++i) {
       std::atomic<bool> done{false};
-      engine.post([&] { done = true; }, true);
+      engine.post([&] { done = true; }, ProgressEngine::Waker::caller);
       while (!engine.drive_until([&] { return done.load(); },
                                  std::chrono::steady_clock::now() + 1ms)) {
       }

@@ -123,7 +123,11 @@ class HcommWork final : public c10d::Work {
         });
   }
 
-  bool isCompleted() override { return work_.test(); }
+  bool isCompleted() override {
+    // Moves the operation on for a moment, as MPI_Test does (see PyWork::is_completed).
+    if (!work_.test()) (void)work_.wait(std::chrono::milliseconds(0));
+    return work_.test();
+  }
   bool isSuccess() const override { return work_.test() && work_.status().ok(); }
   std::exception_ptr exception() const override {
     if (!work_.test() || work_.status().ok()) return nullptr;
