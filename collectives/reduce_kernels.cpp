@@ -99,7 +99,7 @@ struct Max {
   }
 };
 
-/// The bitwise ops: integer types only (bitwise_for never instantiates them for another).
+/// The bitwise ops: integer types only (binary_for never instantiates them for another).
 struct Band {
   template <class T>
   void operator()(T& acc, const T& x) const {
@@ -120,6 +120,10 @@ struct Bxor {
     acc = static_cast<T>(acc ^ x);
   }
 };
+
+template <class Op>
+inline constexpr bool is_bitwise_op =
+    std::is_same_v<Op, Band> || std::is_same_v<Op, Bor> || std::is_same_v<Op, Bxor>;
 
 /// x = x / n in the element's own type (floating types; int64, which no SIMD unit divides).
 template <class D>
@@ -316,6 +320,9 @@ Isa cpu_isa() {
 
 template <Isa kIsa, class Op>
 void binary_for(DataType t, void* out, const void* a, const void* b, size_t n, Op op) {
+  // The bitwise ops exist for integers only: a floating type is left alone (the caller checked
+  // reduces()), and never instantiates them.
+  constexpr bool kIntegerOnly = is_bitwise_op<Op>;
   switch (t) {
     case DataType::int8:
       return binary<kIsa, Native<int8_t>>(out, a, b, n, op);
@@ -326,34 +333,22 @@ void binary_for(DataType t, void* out, const void* a, const void* b, size_t n, O
     case DataType::int64:
       return binary<kIsa, Native<int64_t>>(out, a, b, n, op);
     case DataType::float32:
-      return binary<kIsa, Native<float>>(out, a, b, n, op);
+      if constexpr (!kIntegerOnly) return binary<kIsa, Native<float>>(out, a, b, n, op);
+      return;
     case DataType::float64:
-      return binary<kIsa, Native<double>>(out, a, b, n, op);
+      if constexpr (!kIntegerOnly) return binary<kIsa, Native<double>>(out, a, b, n, op);
+      return;
     case DataType::bfloat16:
-      return binary<kIsa, Bfloat16>(out, a, b, n, op);
+      if constexpr (!kIntegerOnly) return binary<kIsa, Bfloat16>(out, a, b, n, op);
+      return;
     case DataType::float16:
-      if constexpr (kIsa == Isa::avx2) {
+      if constexpr (kIntegerOnly) {
+        return;
+      } else if constexpr (kIsa == Isa::avx2) {
         return f16c_binary(out, a, b, n, op);
       } else {
         return binary<kIsa, HalfScalar>(out, a, b, n, op);
       }
-  }
-}
-
-/// The integer types only; floating types are left alone (the caller checked reduces()).
-template <Isa kIsa, class Op>
-void bitwise_for(DataType t, void* out, const void* a, const void* b, size_t n, Op op) {
-  switch (t) {
-    case DataType::int8:
-      return binary<kIsa, Native<int8_t>>(out, a, b, n, op);
-    case DataType::uint8:
-      return binary<kIsa, Native<uint8_t>>(out, a, b, n, op);
-    case DataType::int32:
-      return binary<kIsa, Native<int32_t>>(out, a, b, n, op);
-    case DataType::int64:
-      return binary<kIsa, Native<int64_t>>(out, a, b, n, op);
-    default:
-      return;
   }
 }
 
@@ -370,11 +365,11 @@ void reduce_for(void* out, const void* a, const void* b, size_t n, DataType t, R
     case ReduceOp::max:
       return binary_for<kIsa>(t, out, a, b, n, Max{});
     case ReduceOp::band:
-      return bitwise_for<kIsa>(t, out, a, b, n, Band{});
+      return binary_for<kIsa>(t, out, a, b, n, Band{});
     case ReduceOp::bor:
-      return bitwise_for<kIsa>(t, out, a, b, n, Bor{});
+      return binary_for<kIsa>(t, out, a, b, n, Bor{});
     case ReduceOp::bxor:
-      return bitwise_for<kIsa>(t, out, a, b, n, Bxor{});
+      return binary_for<kIsa>(t, out, a, b, n, Bxor{});
   }
 }
 
