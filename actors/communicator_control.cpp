@@ -196,6 +196,13 @@ void CommunicatorControl::start(collectives::OperationPtr op, collectives::Sched
   state_->runtime->engine().post(std::move(task), waker);
 }
 
+void CommunicatorControl::with_plane(std::function<void(dataplane::DataPlane&)> task) {
+  state_->runtime->engine().post(
+      [plane = std::weak_ptr<dataplane::DataPlane>(state_->plane), task = std::move(task)] {
+        if (auto p = plane.lock()) task(*p);
+      });
+}
+
 void CommunicatorControl::wake_engine() {
   state_->runtime->engine().wake_for_work();
 }

@@ -20,6 +20,10 @@
 #include "transport/progress_engine.hpp"
 #include "transport/shm/slot_board.hpp"
 
+namespace hcomm::dataplane {
+class DataPlane;
+}
+
 namespace hcomm::actors {
 
 /// Where a rank is: its host (same id = same host), its listening address, its protocols.
@@ -37,6 +41,9 @@ class CommunicatorControl {
              transport::ProgressEngine::Waker waker);
   /// Has the engine thread look at its pollers now (transport::ProgressEngine::wake_for_work).
   void wake_engine();
+  /// Runs `task` on the engine with the data plane (the API layer's engine-side work, such as
+  /// matching receives from any source); not run once the plane is gone.
+  void with_plane(std::function<void(dataplane::DataPlane&)> task);
   /// Runs the progress engine on the calling thread until `done()` or `until`.
   bool drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
   /// Ranks of this communicator on this host, this one included.

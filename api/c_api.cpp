@@ -258,6 +258,16 @@ hcomm_status_t hcomm_work_test(hcomm_work_t work, int* done) {
   });
 }
 
+hcomm_status_t hcomm_work_source(hcomm_work_t work, int* source) {
+  return guarded("hcomm_work_source", [&] {
+    if (source == nullptr) return invalid("hcomm_work_source", "source is NULL");
+    auto w = work_of("hcomm_work_source", work);
+    if (!w) return HCOMM_ERR_INVALID_ARG;
+    *source = w->work.source();
+    return HCOMM_SUCCESS;
+  });
+}
+
 hcomm_status_t hcomm_work_free(hcomm_work_t work) {
   return guarded("hcomm_work_free", [&] {
     if (work == nullptr) return invalid("hcomm_work_free", "the work is NULL");

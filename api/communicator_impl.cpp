@@ -9,6 +9,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/frame_codec.hpp"
 #include "core/log.hpp"
+#include "dataplane/data_plane.hpp"
 
 namespace hcomm::api {
 
@@ -32,10 +33,6 @@ class CommunicatorImpl::EngineDriver final : public core::ProgressDriver {
 
 namespace {
 
-/// Point-to-point operations are keyed by (tag, direction, n-th message of that tag in that
-/// direction between the pair): the sender and the receiver count alike. The direction (bit 31:
-/// the lower rank sends) keeps a pair's two directions apart, so that an abort notice for one
-/// never fails the other; the top bit keeps them all apart from collective numbers.
 /// An asynchronous operation of at least this many bytes wakes the engine thread at once, so
 /// that it moves while the caller computes (DDP's overlapped buckets). A smaller one does not:
 /// it is usually waited for a moment later, and the wake-up would cost that wait more than the
@@ -44,10 +41,20 @@ namespace {
 /// wait or test moves it.
 constexpr uint64_t kWakeEngineBytes = 64 * 1024;
 
+/// Point-to-point operations are keyed by (tag, direction, n-th message of that tag in that
+/// direction between the pair): the sender and the receiver count alike. The direction (bit 31:
+/// the lower rank sends) keeps a pair's two directions apart, so that an abort notice for one
+/// never fails the other; the top bit keeps them all apart from collective numbers.
 uint64_t p2p_key(int tag, bool lower_sends, uint32_t nth) {
   return (uint64_t{1} << 63) |
          (static_cast<uint64_t>(static_cast<uint32_t>(tag) & 0x7fffffffu) << 32) |
          (lower_sends ? uint64_t{1} << 31 : 0) | (nth & 0x7fffffffu);
+}
+int p2p_tag(uint64_t key) {
+  return static_cast<int>((key >> 32) & 0x7fffffffu);
+}
+uint32_t p2p_nth(uint64_t key) {
+  return static_cast<uint32_t>(key & 0x7fffffffu);
 }
 
 std::chrono::microseconds spin_budget(const Config& cfg, int local_ranks) {
@@ -87,6 +94,12 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
     control_->add_poller(slots_.get());
   }
   make_selector(collectives::LinkCost{});
+  // Receives from any source look at every message that arrives before its receive.
+  control_->with_plane([this](dataplane::DataPlane& plane) {
+    plane.executor().set_on_unexpected_message([this, &plane] {
+      if (any_source_waiting_.load(std::memory_order_acquire)) match_any_source(plane);
+    });
+  });
 }
 
 void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
@@ -103,6 +116,10 @@ void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  control_->with_plane(
+      [](dataplane::DataPlane& plane) { plane.executor().set_on_unexpected_message({}); });
+  fail_any_source(
+      {HCOMM_ERR_ABORTED, "the communicator was destroyed while a receive from any source waited"});
   if (slots_) control_->remove_poller(slots_.get());
   slots_.reset();
   driver_.reset();  // Works that outlive the communicator wait without driving
@@ -161,7 +178,18 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
     if (!caller_waits && !work.test() && bytes >= kWakeEngineBytes) control_->wake_engine();
     return work;
   }
+  if (op->kind == collectives::OpKind::recv && op->peer == Communicator::kAnySource) {
+    post_any_source(std::move(op));
+    return work;
+  }
   std::lock_guard<std::mutex> lock(submit_mutex_);
+  start_locked(std::move(op), caller_waits);
+  return work;
+}
+
+void CommunicatorImpl::start_locked(collectives::OperationPtr op, bool caller_waits) {
+  const bool collective = collectives::is_collective(op->kind);
+  const uint64_t bytes = op->agreed_bytes();
   op->completion->set_driver(driver_);
   if (collective) {
     op->seq = next_seq_++;
@@ -187,7 +215,62 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
                   caller_waits                ? Waker::caller
                   : bytes >= kWakeEngineBytes ? Waker::engine
                                               : Waker::nearby);
-  return work;
+}
+
+// ---- receives from any source
+//
+// The executor keeps the point-to-point messages that arrived before a receive for them started
+// (ScheduleExecutor::unexpected_messages). A receive from any source waits in any_source_ (in
+// posting order) until one of them is the next message from its peer with its tag that no
+// receive has claimed (the receive counters say which), then becomes a receive from that peer.
+// Matching runs on the engine: when such a receive is posted, and when a message arrives.
+
+void CommunicatorImpl::post_any_source(collectives::OperationPtr op) {
+  op->completion->set_driver(driver_);
+  {
+    std::lock_guard<std::mutex> lock(submit_mutex_);
+    any_source_.push_back(std::move(op));
+    any_source_waiting_.store(true, std::memory_order_release);
+  }
+  control_->with_plane([this](dataplane::DataPlane& plane) { match_any_source(plane); });
+}
+
+void CommunicatorImpl::match_any_source(dataplane::DataPlane& plane) {
+  const auto& arrived = plane.executor().unexpected_messages();
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  for (auto it = any_source_.begin(); it != any_source_.end();) {
+    collectives::Operation& want = **it;
+    const std::pair<int, uint64_t>* best = nullptr;
+    uint64_t best_arrival = UINT64_MAX;
+    for (const auto& [key, arrival] : arrived) {
+      const auto& [peer, seq] = key;
+      if (arrival >= best_arrival || p2p_tag(seq) != want.tag) continue;
+      auto claimed = recvs_.find({peer, want.tag});
+      if (p2p_nth(seq) != (claimed == recvs_.end() ? 0 : claimed->second)) continue;
+      best = &key;
+      best_arrival = arrival;
+    }
+    if (best == nullptr) {
+      ++it;
+      continue;
+    }
+    want.peer = best->first;
+    want.completion->set_source(best->first);
+    collectives::OperationPtr op = std::move(*it);
+    it = any_source_.erase(it);
+    start_locked(std::move(op), false);  // takes the message's number: the next ones skip it
+  }
+  any_source_waiting_.store(!any_source_.empty(), std::memory_order_release);
+}
+
+void CommunicatorImpl::fail_any_source(const Status& status) {
+  std::deque<collectives::OperationPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(submit_mutex_);
+    pending.swap(any_source_);
+    any_source_waiting_.store(false, std::memory_order_release);
+  }
+  for (auto& op : pending) op->completion->complete(status);
 }
 
 bool CommunicatorImpl::uses_slots(const collectives::Operation& op) const {
@@ -283,6 +366,7 @@ void CommunicatorImpl::abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
   }
+  fail_any_source({HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason});
   // The peers hear of it over the links and, on one host, through the slot board.
   if (slots_) slots_->abort(reason);
   control_->abort(reason);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <climits>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,14 @@ class CommunicatorImpl {
   /// host, when measured apart) and this communicator's host layout.
   void make_selector(const collectives::LinkCost& cost,
                      std::optional<collectives::LinkCost> local_cost = {});
+  /// Numbers, plans and hands `op` to the data plane; under submit_mutex_.
+  void start_locked(collectives::OperationPtr op, bool caller_waits);
+  /// A receive from any source: waits in any_source_ until match_any_source() binds it.
+  void post_any_source(collectives::OperationPtr op);
+  /// Engine thread: binds waiting receives from any source to messages that arrived.
+  void match_any_source(dataplane::DataPlane& plane);
+  /// Completes every waiting receive from any source with `status`.
+  void fail_any_source(const Status& status);
 
   Config cfg_;
   OperationBuilder build_;
@@ -106,6 +115,8 @@ class CommunicatorImpl {
   Status aborted_;  // set by abort()
   uint64_t next_seq_ = 1;
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
+  std::deque<collectives::OperationPtr> any_source_;       // under submit_mutex_, posting order
+  std::atomic<bool> any_source_waiting_{false};            // !any_source_.empty()
 };
 
 }  // namespace hcomm::api

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/argument_checks.hpp"
+#include "hcomm/communicator.hpp"
 
 namespace hcomm::api {
 namespace {
@@ -176,7 +177,8 @@ collectives::OperationPtr OperationBuilder::point_to_point(collectives::OpKind k
   auto o = make_op(kind, is_send ? buf : nullptr, is_send ? nullptr : buf, count, dtype);
   o->peer = peer;
   o->tag = tag;
-  o->invalid = check_rank(what, "peer", peer, size_);
+  const bool any_source = !is_send && peer == Communicator::kAnySource;
+  o->invalid = any_source ? Status{} : check_rank(what, "peer", peer, size_);
   if (o->invalid.ok() && peer == rank_)
     o->invalid = {HCOMM_ERR_INVALID_ARG, std::string(what) + ": peer " + std::to_string(peer) +
                                              " is this rank; copy the buffer instead"};

@@ -76,6 +76,7 @@ void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
   std::tie(r.send_bytes, r.recv_bytes) = r.op->buffer_bytes(size_);
   for (const auto& st : r.schedule.steps()) r.waits.push_back(st.waits);
   const uint64_t seq = r.op->seq;
+  if (r.op->kind == OpKind::recv) unexpected_.erase({r.op->peer, seq});
   r.id = next_run_id_++;
   runs_[r.id] = std::move(run);
   if (activity_ != nullptr) activity_->fetch_add(1);
@@ -376,7 +377,16 @@ ScheduleExecutor::Run* ScheduleExecutor::find(int peer, uint64_t op_seq) {
 }
 
 bool ScheduleExecutor::should_drop(const transport::FrameHeader& header) {
-  return header.comm_id == comm_id_ && aborted_.count(header.op_seq) != 0;
+  if (header.comm_id != comm_id_) return false;
+  if (aborted_.count(header.op_seq) != 0) return true;
+  // The first frame of a point-to-point message (top bit of op_seq) nobody receives yet.
+  if ((header.op_seq >> 63) != 0 && header.step == 0 && header.chunk == 0 &&
+      find(header.src_rank, header.op_seq) == nullptr &&
+      unexpected_.emplace(std::make_pair(header.src_rank, header.op_seq), arrivals_).second) {
+    ++arrivals_;
+    if (on_unexpected_) on_unexpected_();
+  }
+  return false;
 }
 
 bool ScheduleExecutor::involves(const Run& run, int peer) const {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +48,15 @@ class ScheduleExecutor final : public transport::LinkObserver {
   /// The op_seq of an abort frame that aborts the whole communicator.
   static constexpr uint64_t kAbortAll = UINT64_MAX;
   size_t running() const { return runs_.size(); }
+
+  /// Point-to-point messages whose first frame arrived while no running receive waited for
+  /// them: (peer, op_seq) -> arrival number (increasing). A message leaves once a receive for it
+  /// starts. What receives from any source choose from (the API layer's matching).
+  using UnexpectedMessages = std::map<std::pair<int, uint64_t>, uint64_t>;
+  const UnexpectedMessages& unexpected_messages() const { return unexpected_; }
+  /// Runs after a message joined unexpected_messages() (from should_drop(): it may start
+  /// operations, which start later, in the engine's task order).
+  void set_on_unexpected_message(std::function<void()> cb) { on_unexpected_ = std::move(cb); }
 
   // transport::LinkObserver
   void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
@@ -89,6 +99,9 @@ class ScheduleExecutor final : public transport::LinkObserver {
   std::vector<std::unique_ptr<Run>> finished_;  // freed once no callback is on the stack
   int depth_ = 0;
   std::atomic<int>* activity_ = nullptr;
+  UnexpectedMessages unexpected_;
+  uint64_t arrivals_ = 0;
+  std::function<void()> on_unexpected_;
   FrameCodec codec_{std::make_shared<CompressionPolicy>(std::vector<bool>(), 0, false)};
 };
 

@@ -42,6 +42,9 @@ class Completion {
   /// Who progresses the operation while a thread waits (not owned: a Work may outlive its
   /// communicator, and then waits without driving).
   void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
+  /// A receive from any source: the rank whose message it took (set before it completes).
+  void set_source(int rank) { source_.store(rank, std::memory_order_release); }
+  int source() const { return source_.load(std::memory_order_acquire); }
 
  private:
   static constexpr uint32_t kPending = 0;
@@ -53,6 +56,7 @@ class Completion {
   Work::Callback callback_;
   bool completing_ = false;
   std::weak_ptr<ProgressDriver> driver_;
+  std::atomic<int> source_{-1};
 };
 
 }  // namespace hcomm::core

@@ -21,6 +21,10 @@ Status Work::wait(std::chrono::milliseconds timeout) const {
   return c_->status();
 }
 
+int Work::source() const {
+  return c_ ? c_->source() : -1;
+}
+
 bool Work::test() const {
   return c_ && c_->done();
 }

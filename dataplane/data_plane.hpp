@@ -64,6 +64,8 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   void start(collectives::OperationPtr op, collectives::Schedule schedule) {
     executor_.start(std::move(op), std::move(schedule));
   }
+  /// The executor, for what the API layer keeps on the engine side (receives from any source).
+  collectives::ScheduleExecutor& executor() { return executor_; }
   /// Fails what is running, says goodbye to every peer and calls `done` once each peer has
   /// closed too or `grace` has passed.
   void close(std::chrono::milliseconds grace, std::function<void()> done);

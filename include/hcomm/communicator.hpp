@@ -151,7 +151,13 @@ class HCOMM_API Communicator {
   Work barrier_async();
   /// Messages between one pair of ranks with the same tag arrive in the order they were sent.
   Work send_async(const void* buf, size_t count, DataType dtype, int peer, int tag = 0);
+  /// `peer` = kAnySource (MPI_ANY_SOURCE): the first message with `tag` to arrive from any rank
+  /// that no receive naming its source has taken; Work::source() says whose. Receives from any
+  /// source are matched in the order they were posted; one naming a source that is posted before
+  /// a message arrives takes it first. Such a receive waits for a message, the communicator's
+  /// abort or its destruction (HCOMM_ERR_ABORTED), not for a peer's loss.
   Work recv_async(void* buf, size_t count, DataType dtype, int peer, int tag = 0);
+  static constexpr int kAnySource = -1;
   /// Starts every send and receive of `ops` at once (so exchanges in any pattern cannot
   /// deadlock) and completes when all have; the first failure is the batch's status. Unlike
   /// send/recv, a batch may send to and receive from this rank (NCCL's groups allow it): the

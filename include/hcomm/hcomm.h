@@ -141,6 +141,9 @@ HCOMM_API hcomm_status_t hcomm_work_wait(hcomm_work_t work, int64_t timeout_ms);
 HCOMM_API hcomm_status_t hcomm_work_test(hcomm_work_t work, int* done);
 /* Releases the handle; an operation still running goes on (keep its buffers until it ends). */
 HCOMM_API hcomm_status_t hcomm_work_free(hcomm_work_t work);
+/* A receive from HCOMM_ANY_SOURCE: *source = the rank whose message it took, once matched;
+ * -1 before, and for every other operation. */
+HCOMM_API hcomm_status_t hcomm_work_source(hcomm_work_t work, int* source);
 
 /* ---- collectives. In place: allreduce, reduce send == recv; allgather send == recv +
  * rank * count; reduce_scatter recv == send + rank * count; alltoall send == recv. */
@@ -222,6 +225,9 @@ HCOMM_API hcomm_status_t hcomm_send(hcomm_comm_t comm, const void* buf, size_t c
 HCOMM_API hcomm_status_t hcomm_send_async(hcomm_comm_t comm, const void* buf, size_t count,
                                           hcomm_datatype_t dtype, int peer, int tag,
                                           hcomm_work_t* work);
+/* peer = HCOMM_ANY_SOURCE (MPI_ANY_SOURCE): the first message with `tag` from any rank that no
+ * receive naming its source took (hcomm_work_source says whose). */
+#define HCOMM_ANY_SOURCE (-1)
 HCOMM_API hcomm_status_t hcomm_recv(hcomm_comm_t comm, void* buf, size_t count,
                                     hcomm_datatype_t dtype, int peer, int tag);
 HCOMM_API hcomm_status_t hcomm_recv_async(hcomm_comm_t comm, void* buf, size_t count,

@@ -37,6 +37,9 @@ class HCOMM_API Work {
   /// waiting for an operation), which it must not block.
   void on_complete(Callback cb) const;
   bool valid() const { return c_ != nullptr; }
+  /// A receive from any source (Communicator::kAnySource): the rank whose message it took, once
+  /// matched (at the latest when it completed successfully); -1 before, and for other operations.
+  int source() const;
 
  private:
   std::shared_ptr<core::Completion> c_;

@@ -32,8 +32,10 @@ _hcomm._set_error_classes(Error, BY_CODE)
 #: numpy has no bfloat16: pass a uint16 view with dtype=hcomm.bfloat16 (torch.bfloat16 works as is)
 bfloat16 = DataType.bfloat16
 
+ANY_SOURCE = -1  # recv(src=ANY_SOURCE): the first message with its tag from any rank
+
 __all__ = [
-    "AbortedError", "CompressionType", "Communicator", "DataType", "Error", "InternalError",
+    "ANY_SOURCE", "AbortedError", "CompressionType", "Communicator", "DataType", "Error", "InternalError",
     "InvalidArgumentError", "MmapError", "NoDeviceError", "OutOfMemoryError", "PeerLostError",
     "ReduceOp", "Scheduler", "SharedMemoryChannel", "Stream", "Task", "TimeoutError",
     "TransportError", "Work", "algorithm_for", "all_gather", "all_reduce", "all_to_all",

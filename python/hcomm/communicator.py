@@ -151,7 +151,8 @@ class Communicator:
                               stream)
 
     def recv(self, tensor, src=None, tag=0, *, async_op=False, stream=None, dtype=None):
-        """Into `tensor` from rank `src` (None: the previous rank); returns it."""
+        """Into `tensor` from rank `src` (None: the previous rank; hcomm.ANY_SOURCE: the first
+        message with `tag` from any rank, whose rank the async form's Work.source gives)."""
         src = (self.rank - 1) % self.size if src is None else src
         return self._streamed(lambda a: self._c.recv(tensor, src, tag, dtype, a), tensor,
                               async_op, stream)

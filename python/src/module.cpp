@@ -139,6 +139,10 @@ PYBIND11_MODULE(_hcomm, m) {
       .def("wait", &PyWork::wait, py::arg("timeout") = py::none(),
            "Waits (seconds; None: the op timeout); returns the result or raises hcomm.Error")
       .def("is_completed", &PyWork::is_completed)
+      .def_property_readonly(
+          "source", [](const PyWork& w) { return w.work().source(); },
+          "A receive from any source: the rank whose message it took, once "
+          "matched; -1 before and for other operations")
       .def("exception", &PyWork::exception);
 
   py::class_<PyComm>(m, "_Comm")

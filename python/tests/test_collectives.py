@@ -138,6 +138,26 @@ def test_send_recv(comm, world, dtype):
     assert w.is_completed() and w.exception() is None
 
 
+def test_recv_from_any_source(comm, world):
+    rank, size = world
+    if size < 2:
+        pytest.skip("one rank")
+    if rank == 0:
+        inboxes = [np.zeros(9, np.int32) for _ in range(size - 1)]
+        works = [hcomm.recv(b, hcomm.ANY_SOURCE, tag=6, async_op=True) for b in inboxes]
+        hcomm.barrier()
+        sources = []
+        for b, w in zip(inboxes, works):
+            w.wait(30)
+            sources.append(w.source)
+            np.testing.assert_array_equal(b, value(w.source, 9, np.int32))
+        assert sorted(sources) == list(range(1, size))
+    else:
+        hcomm.barrier()
+        hcomm.send(value(rank, 9, np.int32), 0, tag=6)
+    hcomm.barrier()
+
+
 def test_bfloat16_view_and_buffers(comm, world):
     rank, size = world
     # numpy has no bfloat16: a uint16 view with dtype=hcomm.bfloat16; 1.0 is 0x3f80

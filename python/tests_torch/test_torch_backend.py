@@ -129,6 +129,23 @@ def test_send_recv_and_async_work():
     assert torch.equal(fut.wait()[0], torch.full((4,), float(size)))
 
 
+def test_recv_from_any_source():
+    rank, size = world()
+    if size < 2:
+        pytest.skip("one rank")
+    if rank == 0:
+        got = set()
+        for _ in range(size - 1):
+            t = torch.empty(3)
+            src = dist.recv(t)  # no src: ProcessGroup::recvAnysource
+            assert torch.equal(t, torch.full((3,), float(src)))
+            got.add(src)
+        assert got == set(range(1, size))
+    else:
+        dist.send(torch.full((3,), float(rank)), dst=0)
+    dist.barrier()
+
+
 def test_new_group_and_bf16():
     rank, size = world()
     g = dist.new_group(list(range(0, size, 2)))

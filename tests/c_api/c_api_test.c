@@ -1006,6 +1006,29 @@ static void test_point_to_point(hcomm_comm_t comm) {
     }
   }
 
+  /* From any source: rank 0 takes one message from every other rank (hcomm_work_source). */
+  {
+    const int tag = next_tag();
+    set_case("recv from HCOMM_ANY_SOURCE (%d)", tag);
+    if (g_rank == 0) {
+      int32_t in[kMaxRanks];
+      int seen[kMaxRanks] = {0}, source = 0;
+      hcomm_work_t wa[kMaxRanks];
+      for (k = 1; k < g_size; ++k)
+        EXPECT_OK(hcomm_recv_async(comm, &in[k], 1, HCOMM_INT32, HCOMM_ANY_SOURCE, tag, &wa[k]));
+      for (k = 1; k < g_size; ++k) {
+        EXPECT_OK(hcomm_work_wait(wa[k], -1));
+        EXPECT_OK(hcomm_work_source(wa[k], &source));
+        if (CHECK(source >= 1 && source < g_size && in[k] == 31 * source)) seen[source] = 1;
+        EXPECT_OK(hcomm_work_free(wa[k]));
+      }
+      for (k = 1; k < g_size; ++k) CHECK(seen[k] == 1);
+    } else {
+      int32_t out = 31 * g_rank;
+      EXPECT_OK(hcomm_send(comm, &out, 1, HCOMM_INT32, 0, tag));
+    }
+  }
+
   /* Two tags: received in the other order than sent, each gets its own message. */
   {
     const int tag_a = next_tag(), tag_b = next_tag();
@@ -1448,7 +1471,7 @@ static void bad_batches(hcomm_comm_t c) {
   /* a peer out of range: refused before it concerns anybody */
   ops[0] = (hcomm_p2p_op_t){HCOMM_P2P_SEND, x, 1, HCOMM_INT32, g_size, 3};
   EXPECT_INVALID(hcomm_batch(c, ops, 1), "send", "peer");
-  ops[0].peer = -1;
+  ops[0].peer = -2;
   ops[0].kind = HCOMM_P2P_RECV;
   EXPECT_INVALID(hcomm_batch(c, ops, 1), "recv", "peer");
 }
@@ -1525,7 +1548,7 @@ static void bad_collective_arguments(hcomm_comm_t c) {
 }
 
 static void bad_point_to_point(hcomm_comm_t c) {
-  static const int bad_peers[] = {-1, 0, INT_MAX, INT_MIN};
+  static const int bad_peers[] = {-2, 0, INT_MAX, INT_MIN}; /* -1: HCOMM_ANY_SOURCE */
   int32_t x = 5;
   hcomm_work_t w = NULL;
   int k;
@@ -1537,6 +1560,8 @@ static void bad_point_to_point(hcomm_comm_t c) {
     EXPECT_INVALID(hcomm_recv(c, &x, 1, HCOMM_INT32, peer, 5), "recv", "peer");
     EXPECT_FAILED_WORK(hcomm_recv_async(c, &x, 1, HCOMM_INT32, peer, 5, &w), "recv", "peer");
   }
+  set_case("a send to HCOMM_ANY_SOURCE");
+  EXPECT_INVALID(hcomm_send(c, &x, 1, HCOMM_INT32, HCOMM_ANY_SOURCE, 5), "send", "peer");
   set_case("this rank as the peer");
   EXPECT_INVALID(hcomm_send(c, &x, 1, HCOMM_INT32, g_rank, 5), "send", "this rank");
   EXPECT_INVALID(hcomm_recv(c, &x, 1, HCOMM_INT32, g_rank, 5), "recv", "this rank");

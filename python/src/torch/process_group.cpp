@@ -147,6 +147,8 @@ class HcommWork final : public c10d::Work {
     return true;
   }
   void synchronize() override {}
+  /// A receive from any source: the rank whose message it took (torch reads it after wait()).
+  int sourceRank() const override { return work_.source(); }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
  private:
@@ -487,8 +489,8 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
     return make_work(OpType::RECV, std::move(w), tensors, {buf}, copy_back(t, buf));
   }
 
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>&, int) override {
-    TORCH_CHECK(false, "hcomm: recv from any source is not supported: name the source rank");
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
+    return recv(tensors, Communicator::kAnySource, tag);  // Work::sourceRank() says whose
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
