@@ -6,7 +6,8 @@
 #
 # 1. dist.all_reduce of float32, 8 B to 64 MiB, 2 ranks on one host (hcomm: shared memory).
 # 2. The same between two hosts: network namespaces joined by one veth pair (TCP for both
-#    backends: HCOMM_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name it). Needs root, ip and nsenter;
+#    backends: HCOMM_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name it), with receive packet steering
+#    on the veth ends (tests/netns/veth_hosts.sh) and without. Needs root, ip and nsenter;
 #    skipped with a note otherwise.
 # 3. DDP training steps on 2 ranks, one host: a compute-bound MLP and a gradient-bound model
 #    (bench/torch_backends.py says which).
@@ -65,6 +66,12 @@ if [ "$(id -u)" -eq 0 ] && command -v nsenter > /dev/null && ip netns add "hct$$
   veth_hosts_wrapper "$dir/rank.sh" 10.82.0.1
   HCOMM_SOCKET_IFNAME=fabric GLOO_SOCKET_IFNAME=fabric HCOMM_CONNECT_TIMEOUT_MS=20000 \
     measure two-hosts allreduce "$dir/rank.sh"
+  veth_hosts_down
+  # The same without receive packet steering (tests/netns/veth_hosts.sh says what it does).
+  VETH_RPS=0 veth_hosts_up "hcu$$" "fabric:10.82.0.1:10.82.0.2"
+  veth_hosts_wrapper "$dir/rank.sh" 10.82.0.1
+  HCOMM_SOCKET_IFNAME=fabric GLOO_SOCKET_IFNAME=fabric HCOMM_CONNECT_TIMEOUT_MS=20000 \
+    measure two-hosts-no-rps allreduce "$dir/rank.sh"
   two_hosts=1
 else
   echo "$name: two hosts skipped (needs root and network namespaces)" >&2
@@ -99,7 +106,9 @@ def table(layout, title):
     print(f"\nLargest ratio: {worst:.2f}")
 table("one-host", "dist.all_reduce, float32, 2 ranks on one host (median of the rounds)")
 if sys.argv[2] == "1":
-    table("two-hosts", "dist.all_reduce, float32, 2 hosts (network namespaces, TCP over veth)")
+    table("two-hosts", "dist.all_reduce, float32, 2 hosts (network namespaces, TCP over veth "
+                       "with receive packet steering)")
+    table("two-hosts-no-rps", "The same without receive packet steering (veth's default)")
 print("\n## DDP training step, 2 ranks on one host (median of the rounds, ms)\n")
 print("| model (parameters) | hcomm | gloo | hcomm/gloo |")
 print("|---|---|---|---|")

@@ -8,8 +8,9 @@
 #   veth_hosts_up NS_PREFIX IFACE:ADDR_A:ADDR_B...
 #                            creates the namespaces NS_PREFIX-a and NS_PREFIX-b (sets ns_a, ns_b)
 #                            and one veth pair IFACE per argument, ADDR_A/24 on host A's end and
-#                            ADDR_B/24 on B's; brings every end and lo up and waits (5 s at most)
-#                            for carrier on every end
+#                            ADDR_B/24 on B's; turns on receive packet steering on every end
+#                            (flows stay in order); brings every end and lo up and waits (5 s at
+#                            most) for carrier on every end
 #   veth_hosts_down          removes both namespaces (idempotent: safe in an EXIT trap)
 #   veth_hosts_wrapper FILE ROOT_ADDR
 #                            writes a rank wrapper for hcomm-run: rank r runs on host A when r is
@@ -38,6 +39,21 @@ veth_hosts_up() {
   for ns in "$ns_a" "$ns_b"; do
     for iface in lo "${ifaces[@]}"; do
       ip -n "$ns" link set "$iface" up || fail "$iface up in $ns"
+    done
+  done
+  # Receive packet steering on every end: a veth end hands each packet to the backlog of the CPU
+  # that sent it, so a flow whose sends move between threads on different CPUs (hcomm's driving
+  # caller and its engine thread) arrives out of order, and TCP takes the reordering for loss
+  # (fast retransmits, a collapsing window: 64 MiB allreduces 2-4x slower). RPS keeps each flow
+  # on one CPU by its hash, as a NIC's RSS does. Best effort: skipped where sysfs refuses, and
+  # with VETH_RPS=0 (to measure without it).
+  local mask
+  mask=$(printf '%x' $(((1 << $(nproc)) - 1)))
+  [ "${VETH_RPS:-1}" = 0 ] && mask=0
+  for ns in "$ns_a" "$ns_b"; do
+    for iface in "${ifaces[@]}"; do
+      ip netns exec "$ns" sh -c "echo $mask > /sys/class/net/$iface/queues/rx-0/rps_cpus" \
+        2> /dev/null || true
     done
   done
   local _ all
