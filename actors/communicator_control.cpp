@@ -323,10 +323,12 @@ QosClass CommunicatorControl::qos() const {
   return state_->qos;
 }
 
-void CommunicatorControl::abort(const std::string& reason) {
-  state_->runtime->engine().post([plane = std::weak_ptr<DataPlane>(state_->plane), reason] {
-    if (auto live = plane.lock()) live->abort(reason);
-  });
+void CommunicatorControl::abort(const std::string& reason, std::function<void()> then) {
+  state_->runtime->engine().post(
+      [plane = std::weak_ptr<DataPlane>(state_->plane), reason, then = std::move(then)] {
+        if (auto live = plane.lock()) live->abort(reason);
+        if (then) then();
+      });
 }
 
 }  // namespace hcomm::actors

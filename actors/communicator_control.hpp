@@ -66,8 +66,11 @@ class CommunicatorControl {
   /// Any thread: the communicator's compression policy (see collectives/compression_policy.hpp).
   collectives::CompressionPolicy& compression() const;
   std::vector<int> lost_peers() const;
-  /// Any thread, never blocks: Communicator::abort().
-  void abort(const std::string& reason);
+  /// Any thread, never blocks: Communicator::abort(). On the engine, fails what runs here and
+  /// tells the peers over the links, then runs `then` (telling the peers some other way: only
+  /// after this rank's own operations failed with the abort, so that a peer's reaction, such as
+  /// destroying its communicator, cannot fail them first with another status).
+  void abort(const std::string& reason, std::function<void()> then = {});
   /// Any thread: Communicator::set_qos() (the first call puts the communicator on the host's
   /// QoS board and paces it).
   Status set_qos(const QosClass& qos);

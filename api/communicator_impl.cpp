@@ -367,9 +367,12 @@ void CommunicatorImpl::abort(const std::string& reason) {
     if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
   }
   fail_any_source({HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason});
-  // The peers hear of it over the links and, on one host, through the slot board.
-  if (slots_) slots_->abort(reason);
-  control_->abort(reason);
+  // The peers hear of it over the links and, on one host, through the slot board: the board
+  // only once this rank's own operations failed with the abort (a peer that reads it may
+  // destroy its communicator at once, and its goodbye would otherwise fail them first).
+  std::function<void()> tell_board;
+  if (slots_) tell_board = [slots = slots_, reason] { slots->abort(reason); };
+  control_->abort(reason, std::move(tell_board));
 }
 
 }  // namespace hcomm::api

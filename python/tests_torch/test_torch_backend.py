@@ -75,11 +75,11 @@ def test_data_movement(dtype):
     assert torch.equal(block, value(rank, n, dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_reductions_to_blocks(dtype):
     rank, size = world()
     n = 5
-    full = sum(value(r, n * size, torch.float64) for r in range(size))
+    full = sum(value(r, n * size, dtype).double() for r in range(size))
     out = torch.empty(n, dtype=dtype)
     dist.reduce_scatter(out, list(value(rank, n * size, dtype).chunk(size)))
     assert torch.equal(out, full[rank * n:(rank + 1) * n].to(dtype))
@@ -89,7 +89,29 @@ def test_reductions_to_blocks(dtype):
     t = value(rank, n, dtype)
     dist.reduce(t, dst=0)
     if rank == 0:
-        assert torch.equal(t, sum(value(r, n, torch.float64) for r in range(size)).to(dtype))
+        assert torch.equal(t, sum(value(r, n, dtype).double() for r in range(size)).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_all_to_all_every_dtype(dtype):
+    rank, size = world()
+    inp = value(rank, size * 3, dtype)
+    out = torch.empty_like(inp)
+    dist.all_to_all_single(out, inp)
+    for r in range(size):
+        assert torch.equal(out[3 * r:3 * r + 3], value(r, size * 3, dtype)[3 * rank:3 * rank + 3])
+
+
+@pytest.mark.parametrize("op, want", [("SUM", "any"), ("MAX", "any"), ("PRODUCT", "all"),
+                                      ("MIN", "all")])
+def test_bool_reductions(op, want):
+    rank, size = world()
+    mine = torch.tensor([rank == 0, True, False, rank % 2 == 1])
+    stack = torch.stack([torch.tensor([r == 0, True, False, r % 2 == 1]) for r in range(size)])
+    dist.all_reduce(mine, op=getattr(dist.ReduceOp, op))
+    expected = stack.any(0) if want == "any" else stack.all(0)
+    assert torch.equal(mine, expected)
+    assert mine.view(torch.uint8).max() <= 1  # a byte sum would leave 2s in a bool
 
 
 def test_all_to_all():

@@ -61,7 +61,15 @@ DataType dtype_of(const at::Tensor& t) {
   }
 }
 
-ReduceOp op_of(const c10d::ReduceOp& op) {
+/// The hcomm op for torch's `op` on tensors of `type`. bool tensors are bytes 0/1 to hcomm, so
+/// their SUM is a logical or (MAX) and PRODUCT a logical and (MIN), as torch's NCCL backend
+/// does: a byte sum could leave a 2 in a bool.
+ReduceOp op_of(const c10d::ReduceOp& op, at::ScalarType type) {
+  if (type == at::kBool) {
+    TORCH_CHECK(op.op_ != c10d::ReduceOp::AVG, "hcomm: AVG of bool tensors has no meaning");
+    if (op.op_ == c10d::ReduceOp::SUM) return ReduceOp::max;
+    if (op.op_ == c10d::ReduceOp::PRODUCT) return ReduceOp::min;
+  }
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
       return ReduceOp::sum;
@@ -251,7 +259,8 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
     TORCH_CHECK(tensors.size() == 1, "hcomm: one tensor per allreduce (got ", tensors.size(), ")");
-    return reduce_in_place(OpType::ALLREDUCE, tensors[0], op_of(opts.reduceOp), -1);
+    return reduce_in_place(OpType::ALLREDUCE, tensors[0],
+                           op_of(opts.reduceOp, tensors[0].scalar_type()), -1);
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
@@ -268,7 +277,7 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
     };
     hcomm::Work w =
         comm().allreduce_async(flat.data_ptr(), flat.data_ptr(), static_cast<size_t>(flat.numel()),
-                               dtype_of(flat), op_of(opts.reduceOp));
+                               dtype_of(flat), op_of(opts.reduceOp, flat.scalar_type()));
     return make_work(OpType::ALLREDUCE_COALESCED, std::move(w), tensors, {flat}, after);
   }
 
@@ -286,7 +295,8 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override {
     TORCH_CHECK(tensors.size() == 1, "hcomm: one tensor per reduce");
-    return reduce_in_place(OpType::REDUCE, tensors[0], op_of(opts.reduceOp),
+    return reduce_in_place(OpType::REDUCE, tensors[0],
+                           op_of(opts.reduceOp, tensors[0].scalar_type()),
                            static_cast<int>(opts.rootRank));
   }
 
@@ -524,7 +534,7 @@ class ProcessGroupHcomm final : public c10d::ProcessGroup {
     at::Tensor out = output.is_contiguous() ? output : output.contiguous();
     hcomm::Work w = comm().reduce_scatter_async(flat.data_ptr(), out.data_ptr(),
                                                 static_cast<size_t>(out.numel()), dtype_of(out),
-                                                op_of(opts.reduceOp));
+                                                op_of(opts.reduceOp, out.scalar_type()));
     return make_work(type, std::move(w), {output}, {flat, out}, copy_back(output, out));
   }
 
