@@ -47,8 +47,7 @@ Status CommunicatorImpl::calibrate() {
   }
   int peer = -1;  // who this rank ping-pongs with now
   auto transfer = [&](collectives::OpKind kind, std::vector<std::byte>& buf) {
-    return reserved_transfer(kind, buf.data(), buf.size(), peer, caller_spins())
-        .wait(cfg_.op_timeout);
+    return reserved_transfer(kind, buf.data(), buf.size(), peer, true).wait(cfg_.op_timeout);
   };
   // One-way time of `bytes`: half the fastest round trip, measured on rank 0. Not the median:
   // at creation the peer's threads are still settling and the noise only ever adds, so medians

@@ -116,8 +116,8 @@ void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
-  control_->with_plane(
-      [](dataplane::DataPlane& plane) { plane.executor().set_on_unexpected_message({}); });
+  // From here on the executor's hook finds nothing waiting (it goes with the plane, which
+  // control_ destroys before this object's members).
   fail_any_source(
       {HCOMM_ERR_ABORTED, "the communicator was destroyed while a receive from any source waited"});
   if (slots_) control_->remove_poller(slots_.get());
@@ -161,8 +161,8 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
       return work;
     }
   }
-  const uint64_t bytes = op->agreed_bytes();
   if (collective && uses_slots(*op)) {
+    const uint64_t bytes = op->agreed_bytes();
     collectives::SlotCollectives::Finished finished;
     {
       std::lock_guard<std::mutex> lock(submit_mutex_);
@@ -210,11 +210,12 @@ void CommunicatorImpl::start_locked(collectives::OperationPtr op, bool caller_wa
                                        ring_order_.empty() ? nullptr : &ring_order_,
                                        host_of_.empty() ? nullptr : &host_of_});
   }
+  // A waiting caller drives the engine only while its wait spins.
   using Waker = transport::ProgressEngine::Waker;
   control_->start(std::move(op), std::move(schedule),
-                  caller_waits                ? Waker::caller
-                  : bytes >= kWakeEngineBytes ? Waker::engine
-                                              : Waker::nearby);
+                  caller_waits && driver_->spins() ? Waker::caller
+                  : bytes >= kWakeEngineBytes      ? Waker::engine
+                                                   : Waker::nearby);
 }
 
 // ---- receives from any source
@@ -279,15 +280,8 @@ bool CommunicatorImpl::uses_slots(const collectives::Operation& op) const {
          slots_->handles(op);
 }
 
-bool CommunicatorImpl::caller_spins() const {
-  return driver_->spins();
-}
-
 Status CommunicatorImpl::run(collectives::OperationPtr op) {
-  // A slot-board operation is moved on by the waiting thread itself (SlotCollectives::drive),
-  // whether or not it spins.
-  const bool drives = driver_->spins() || (collectives::is_collective(op->kind) && uses_slots(*op));
-  return submit(std::move(op), drives).wait(cfg_.op_timeout);
+  return submit(std::move(op), true).wait(cfg_.op_timeout);
 }
 
 Work CommunicatorImpl::combine(const std::vector<Work>& works) {

@@ -42,7 +42,8 @@ class CommunicatorImpl {
   int size() const { return cfg_.world_size; }
 
   /// Starts `op` (or fails it at once when it was rejected and concerns nobody else).
-  /// `caller_waits`: the caller waits for it next and drives the progress engine meanwhile.
+  /// `caller_waits`: the caller waits for it next, and moves it on meanwhile (the slot board's
+  /// operations always; over links when its wait spins, Config::spin_us).
   Work submit(collectives::OperationPtr op, bool caller_waits = false);
   /// Whether `op` runs on the slot board (a one-host communicator's small collectives; the same
   /// answer on every rank for the same call).
@@ -53,9 +54,6 @@ class CommunicatorImpl {
   }
   /// submit() and wait for config().op_timeout.
   Status run(collectives::OperationPtr op);
-  /// Whether a thread that waits for an operation drives progress itself (submit's
-  /// `caller_waits` for it).
-  bool caller_spins() const;
   /// The sends to self of a batch copied into its receives from self (matched by tag, in order);
   /// completed at once, with an error if one is left unmatched or the sizes differ.
   std::shared_ptr<core::Completion> copy_to_self(const std::vector<const PointToPointOp*>& sends,

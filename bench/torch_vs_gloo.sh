@@ -57,21 +57,23 @@ measure() {
   sed -n "s/^\[0\] \(allreduce\|ddp\) /$layout \1 /p" "$log" >> "$results"
 }
 
+# two_hosts_allreduce LAYOUT RPS: the allreduce between two namespace hosts, with receive
+# packet steering on the veth ends or not (RPS 1/0: tests/netns/veth_hosts.sh says what it does).
+two_hosts_allreduce() {
+  VETH_RPS=$2 veth_hosts_up "hct$$" "fabric:10.82.0.1:10.82.0.2"
+  veth_hosts_wrapper "$dir/rank.sh" 10.82.0.1
+  HCOMM_SOCKET_IFNAME=fabric GLOO_SOCKET_IFNAME=fabric HCOMM_CONNECT_TIMEOUT_MS=20000 \
+    measure "$1" allreduce "$dir/rank.sh"
+  veth_hosts_down
+}
+
 measure one-host allreduce
 measure one-host ddp
 two_hosts=0
 if [ "$(id -u)" -eq 0 ] && command -v nsenter > /dev/null && ip netns add "hct$$-probe" 2> /dev/null; then
   ip netns del "hct$$-probe"
-  veth_hosts_up "hct$$" "fabric:10.82.0.1:10.82.0.2"
-  veth_hosts_wrapper "$dir/rank.sh" 10.82.0.1
-  HCOMM_SOCKET_IFNAME=fabric GLOO_SOCKET_IFNAME=fabric HCOMM_CONNECT_TIMEOUT_MS=20000 \
-    measure two-hosts allreduce "$dir/rank.sh"
-  veth_hosts_down
-  # The same without receive packet steering (tests/netns/veth_hosts.sh says what it does).
-  VETH_RPS=0 veth_hosts_up "hcu$$" "fabric:10.82.0.1:10.82.0.2"
-  veth_hosts_wrapper "$dir/rank.sh" 10.82.0.1
-  HCOMM_SOCKET_IFNAME=fabric GLOO_SOCKET_IFNAME=fabric HCOMM_CONNECT_TIMEOUT_MS=20000 \
-    measure two-hosts-no-rps allreduce "$dir/rank.sh"
+  two_hosts_allreduce two-hosts 1
+  two_hosts_allreduce two-hosts-no-rps 0
   two_hosts=1
 else
   echo "$name: two hosts skipped (needs root and network namespaces)" >&2

@@ -63,7 +63,7 @@ void ProgressEngine::post(Task task, Waker waker) {
     case Waker::caller:
       return;
     case Waker::nearby:
-      nudge();
+      if (sleeping_.exchange(false)) ring_doorbell();
       return;
     case Waker::engine:
       // A parked engine thread would look only within kLingerNs, or kParkCheckNs after a
@@ -79,10 +79,6 @@ void ProgressEngine::wake_for_work() {
     ring_doorbell();
   else
     wake_engine_thread();  // parked (or about to park): it drives at once
-}
-
-void ProgressEngine::nudge() {
-  if (sleeping_.exchange(false)) ring_doorbell();
 }
 
 void ProgressEngine::ring_doorbell() {

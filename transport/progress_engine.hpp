@@ -86,9 +86,6 @@ class ProgressEngine {
   /// operation) and nobody may drive it: unless a caller drives, the engine thread looks now,
   /// woken from epoll or from its park (else it would look only at its next timeout).
   void wake_for_work();
-  /// Any thread: as wake_for_work(), but only an engine thread asleep in epoll is woken; a parked
-  /// one looks by itself when its park ends (Waker::nearby).
-  void nudge();
   /// Counts operations in flight (their owners add 1 when one starts and -1 when it ends), so
   /// that a caller that stops driving knows whether the engine thread must take over.
   std::atomic<int>& active_operations() { return active_; }
