@@ -259,6 +259,10 @@ FailoverStats CommunicatorControl::failover_stats() const {
   return state_->plane->recorder().snapshot();
 }
 
+void CommunicatorControl::on_link_event(std::function<void(const LinkEvent&)> callback) const {
+  state_->plane->recorder().set_listener(std::move(callback));
+}
+
 std::vector<int> CommunicatorControl::lost_peers() const {
   std::vector<int> out;
   for (int r = 0; r < static_cast<int>(state_->places.size()); ++r)

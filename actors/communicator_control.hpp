@@ -63,6 +63,8 @@ class CommunicatorControl {
   /// What carries traffic to `peer` now (RankInfo::transport).
   std::string carrier_to(int peer) const;
   FailoverStats failover_stats() const;
+  /// Communicator::on_link_event.
+  void on_link_event(std::function<void(const LinkEvent&)> callback) const;
   /// Any thread: the communicator's compression policy (see collectives/compression_policy.hpp).
   collectives::CompressionPolicy& compression() const;
   std::vector<int> lost_peers() const;

@@ -109,6 +109,10 @@ std::vector<RankInfo> Communicator::ranks() const {
   return out;
 }
 
+void Communicator::on_link_event(LinkEventCallback callback) {
+  impl_->control().on_link_event(std::move(callback));
+}
+
 FailoverStats Communicator::failover_stats() const {
   return impl_->control().failover_stats();
 }

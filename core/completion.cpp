@@ -7,12 +7,14 @@
 namespace hcomm::core {
 
 void Completion::complete(Status status) {
+  const auto now = std::chrono::steady_clock::now();
   Work::Callback cb;
   bool waited = false;
   {
     std::lock_guard<std::mutex> lock(callback_mutex_);
     if (completing_) return;
     completing_ = true;
+    completed_at_ = now;
     status_ = std::move(status);
     waited = state_.exchange(kDone, std::memory_order_acq_rel) == kWaited;
     cb = std::move(callback_);

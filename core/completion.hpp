@@ -42,6 +42,8 @@ class Completion {
   /// Who progresses the operation while a thread waits (not owned: a Work may outlive its
   /// communicator, and then waits without driving).
   void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
+  /// When complete() ran (steady clock); valid once done().
+  std::chrono::steady_clock::time_point completed_at() const { return completed_at_; }
   /// A receive from any source: the rank whose message it took (set before it completes).
   void set_source(int rank) { source_.store(rank, std::memory_order_release); }
   int source() const { return source_.load(std::memory_order_acquire); }
@@ -52,6 +54,7 @@ class Completion {
   static constexpr uint32_t kWaited = 2;  // pending, and a thread sleeps on it: wake it
   mutable std::atomic<uint32_t> state_{kPending};
   Status status_;
+  std::chrono::steady_clock::time_point completed_at_{};
   std::mutex callback_mutex_;  // guards callback_ against the race with complete()
   Work::Callback callback_;
   bool completing_ = false;

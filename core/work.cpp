@@ -25,6 +25,10 @@ int Work::source() const {
   return c_ ? c_->source() : -1;
 }
 
+std::chrono::steady_clock::time_point Work::completed_at() const {
+  return c_ && c_->done() ? c_->completed_at() : std::chrono::steady_clock::time_point{};
+}
+
 bool Work::test() const {
   return c_ && c_->done();
 }

@@ -4,29 +4,39 @@ namespace hcomm::failover {
 
 void FailoverRecorder::record(LinkEvent event) {
   event.when = std::chrono::system_clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  switch (event.kind) {
-    case LinkEvent::Kind::failover:
-      ++stats_.failovers;
-      break;
-    case LinkEvent::Kind::failback:
-      ++stats_.failbacks;
-      break;
-    case LinkEvent::Kind::reconnect_attempt:
-      ++stats_.reconnect_attempts;
-      break;
-    case LinkEvent::Kind::reconnected:
-      ++stats_.reconnects;
-      break;
-    case LinkEvent::Kind::peer_lost:
-      ++stats_.peers_lost;
-      break;
-    case LinkEvent::Kind::link_down:
-    case LinkEvent::Kind::pinned:
-      break;
+  std::function<void(const LinkEvent&)> listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = listener_;
+    switch (event.kind) {
+      case LinkEvent::Kind::failover:
+        ++stats_.failovers;
+        break;
+      case LinkEvent::Kind::failback:
+        ++stats_.failbacks;
+        break;
+      case LinkEvent::Kind::reconnect_attempt:
+        ++stats_.reconnect_attempts;
+        break;
+      case LinkEvent::Kind::reconnected:
+        ++stats_.reconnects;
+        break;
+      case LinkEvent::Kind::peer_lost:
+        ++stats_.peers_lost;
+        break;
+      case LinkEvent::Kind::link_down:
+      case LinkEvent::Kind::pinned:
+        break;
+    }
+    if (stats_.events.size() == kMaxEvents) stats_.events.erase(stats_.events.begin());
+    stats_.events.push_back(event);
   }
-  if (stats_.events.size() == kMaxEvents) stats_.events.erase(stats_.events.begin());
-  stats_.events.push_back(std::move(event));
+  if (listener) listener(event);
+}
+
+void FailoverRecorder::set_listener(std::function<void(const LinkEvent&)> listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  listener_ = std::move(listener);
 }
 
 void FailoverRecorder::count_replay(uint64_t frames, uint64_t bytes) {

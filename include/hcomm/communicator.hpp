@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,7 @@ class CommunicatorImpl;
 }
 
 /// One send or receive of a batch (Communicator::batch_async): NCCL's grouped send/recv.
-struct PointToPointOp {
+struct HCOMM_API PointToPointOp {
   enum class Kind { send, recv };
   Kind kind = Kind::send;
   void* buf = nullptr;  ///< read for a send, written for a receive
@@ -39,7 +40,7 @@ struct PointToPointOp {
 };
 
 /// What a communicator knows of one of its ranks (for tools such as hcomm-info).
-struct RankInfo {
+struct HCOMM_API RankInfo {
   int rank = -1;
   std::string host;     ///< hostname
   std::string host_id;  ///< equal exactly for ranks on one host (HCOMM_HOST_ID overrides)
@@ -54,7 +55,7 @@ struct RankInfo {
 };
 
 /// One thing the link supervisor did or saw (Communicator::failover_stats()).
-struct LinkEvent {
+struct HCOMM_API LinkEvent {
   enum class Kind {
     failover,           ///< traffic moved from the primary link to the fallback
     failback,           ///< traffic moved back to the primary link
@@ -77,7 +78,7 @@ struct LinkEvent {
 HCOMM_API const char* link_event_name(LinkEvent::Kind kind);
 
 /// What the link supervisors of one communicator did (counters since creation).
-struct FailoverStats {
+struct HCOMM_API FailoverStats {
   uint64_t failovers = 0;
   uint64_t failbacks = 0;
   uint64_t reconnect_attempts = 0;
@@ -236,6 +237,11 @@ class HCOMM_API Communicator {
   // ---- faults (README: "Failover")
   /// Any thread: what the link supervisors did so far.
   FailoverStats failover_stats() const;
+  using LinkEventCallback = std::function<void(const LinkEvent&)>;
+  /// Any thread: `callback` hears of every LinkEvent from now on, as failover_stats() records
+  /// it (nullptr: no more), replacing the previous callback. It runs on hcomm's progress engine
+  /// thread, which it must not block; it must not call into this communicator.
+  void on_link_event(LinkEventCallback callback);
   /// Ranks this rank has declared lost (HCOMM_ERR_PEER_LOST), ascending.
   std::vector<int> lost_peers() const;
   /// Any thread, never blocks: every operation in flight and every later one completes with

@@ -40,6 +40,9 @@ class HCOMM_API Work {
   /// A receive from any source (Communicator::kAnySource): the rank whose message it took, once
   /// matched (at the latest when it completed successfully); -1 before, and for other operations.
   int source() const;
+  /// When the data plane completed the operation (steady clock; an epoch of 0 before): the
+  /// moment a callback's or a reply's latency is counted from.
+  std::chrono::steady_clock::time_point completed_at() const;
 
  private:
   std::shared_ptr<core::Completion> c_;
