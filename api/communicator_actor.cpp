@@ -18,18 +18,25 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <set>
 
 #include "hcomm/actor.hpp"
 
 namespace hcomm::actor {
 namespace {
 
-/// The public interface plus the link events the communicator's listener sends.
-using internal_actor = communicator_actor::extend<caf::reacts_to<LinkEvent>>;
+using lost_atom = caf::atom_constant<caf::atom("hc_lost")>;
+
+/// The public interface plus what the communicator itself sends: its listener's link events, and
+/// (lost_atom, why) from an operation that failed with HCOMM_ERR_PEER_LOST.
+using internal_actor =
+    communicator_actor::extend<caf::reacts_to<LinkEvent>, caf::reacts_to<lost_atom, std::string>>;
 
 struct CommunicatorState {
   std::shared_ptr<Communicator> comm;  // the only owner (spawn's arguments must be copyable)
   std::vector<caf::actor_addr> subscribers;
+  std::set<int> announced_lost;  ///< peers whose peer_lost event went to the subscribers
+  int lost_checks = 0;
   static inline const char* name = "hcomm_communicator";
 
   CommunicatorState() = default;
@@ -41,6 +48,7 @@ struct CommunicatorState {
 };
 
 using Self = internal_actor::stateful_pointer<CommunicatorState>;
+constexpr int kLostChecks = 100;
 
 /// Where the answer to one request goes, enqueued from any thread: a mailbox enqueue with no
 /// execution context is CAF's thread-safe path (a response_promise must be delivered on its
@@ -78,22 +86,59 @@ class Reply {
 caf::delegated<op_done> answer_when_done(Self self, Work work) {
   // The callback holds `work` (and so its completion) until it runs; it runs exactly once:
   // when the operation completes, or when the communicator is destroyed with it in flight.
-  work.on_complete([reply = Reply(self), work](const Status& status) mutable {
+  work.on_complete([reply = Reply(self), work, weak = caf::actor_cast<caf::weak_actor_ptr>(self)](
+                       const Status& status) mutable {
     reply.deliver(status.ok() ? caf::make_message(op_done{work.source(), work.completed_at()})
                               : caf::make_message(make_error(status)));
+    if (status.code() != HCOMM_ERR_PEER_LOST) return;
+    if (auto me = caf::actor_cast<caf::strong_actor_ptr>(weak))
+      me->enqueue(nullptr, caf::make_message_id(),
+                  caf::make_message(lost_atom::value, status.message()), nullptr);
   });
   return {};
 }
 
-void forward_link_event(Self self, const LinkEvent& event) {
+void send_to_subscribers(Self self, const LinkEvent& event) {
   // Sent from this actor: a subscriber of several communicators tells them apart by sender.
   const auto me = caf::actor_cast<caf::strong_actor_ptr>(self);
   for (const auto& addr : self->state.subscribers)
     if (auto sub = caf::actor_cast<caf::strong_actor_ptr>(addr))
       sub->enqueue(me, caf::make_message_id(), caf::make_message(event), self->context());
-  if (event.kind == LinkEvent::Kind::peer_lost)
-    self->quit(make_error({HCOMM_ERR_PEER_LOST,
-                           "rank " + std::to_string(event.peer) + " was lost: " + event.reason}));
+  if (event.kind == LinkEvent::Kind::peer_lost) self->state.announced_lost.insert(event.peer);
+}
+
+/// A rank is lost: the subscribers hear of every lost rank they have not heard of (a peer whose
+/// links have no supervisor is lost without a link event), then the actor stops.
+void stop_for_lost_peers(Self self, const std::string& why, int known = -1) {
+  std::string ranks;
+  auto lost = self->state.comm->lost_peers();
+  if (known >= 0 && std::find(lost.begin(), lost.end(), known) == lost.end()) lost.push_back(known);
+  std::sort(lost.begin(), lost.end());
+  // An operation may fail with HCOMM_ERR_PEER_LOST a moment before the communicator lists the
+  // rank as lost: look again for up to kLostChecks x 10 ms before stopping without its name.
+  if (lost.empty() && self->state.lost_checks++ < kLostChecks) {
+    self->delayed_send(caf::actor_cast<internal_actor>(self), std::chrono::milliseconds(10),
+                       lost_atom::value, why);
+    return;
+  }
+  for (int peer : lost) {
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
+    if (self->state.announced_lost.count(peer)) continue;
+    LinkEvent e;
+    e.when = std::chrono::system_clock::now();
+    e.peer = peer;
+    e.kind = LinkEvent::Kind::peer_lost;
+    e.reason = why;
+    send_to_subscribers(self, e);
+  }
+  self->quit(
+      make_error({HCOMM_ERR_PEER_LOST, (ranks.empty() ? std::string("a rank") : "rank " + ranks) +
+                                           " was lost: " + why}));
+}
+
+void forward_link_event(Self self, const LinkEvent& event) {
+  send_to_subscribers(self, event);
+  if (event.kind == LinkEvent::Kind::peer_lost) stop_for_lost_peers(self, event.reason, event.peer);
 }
 
 /// The behavior: every request starts its operation and answers when it completes (a request
@@ -191,6 +236,7 @@ internal_actor::behavior_type communicator(Self self, std::shared_ptr<Communicat
       },
       [self](close_atom) { self->quit(); },
       [self](const LinkEvent& event) { forward_link_event(self, event); },
+      [self](lost_atom, const std::string& why) { stop_for_lost_peers(self, why); },
   };
 }
 

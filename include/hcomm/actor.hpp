@@ -34,9 +34,10 @@
 // error the request ended with) into a Status.
 //
 // Exit. The actor stops, and its exit reason (seen by monitors and links) says why:
-//   - a peer was lost (LinkEvent::Kind::peer_lost): error HCOMM_ERR_PEER_LOST naming the rank,
-//     after subscribers got the event (a communicator with a lost rank runs no collective;
-//     make a new one, or use Communicator::shrink() without the actor);
+//   - a peer was lost (its peer_lost link event, or an operation that failed with
+//     HCOMM_ERR_PEER_LOST): error HCOMM_ERR_PEER_LOST naming the rank, after subscribers got a
+//     peer_lost event for it (a communicator with a lost rank runs no collective; make a new
+//     one, or use Communicator::shrink() without the actor);
 //   - an abort_atom request: error HCOMM_ERR_ABORTED with its reason (the peers' operations on
 //     this communicator fail too, as with Communicator::abort());
 //   - a close_atom message, or an exit message from the application (send_exit), or no handle

@@ -4,7 +4,8 @@
 // handler blocked the only worker, no reply could arrive and the run would miss its deadline.
 // Then: a request with bad arguments answers HCOMM_ERR_INVALID_ARG; control messages (info,
 // subscribe, QoS with a bad and a good class, compression) answer as documented; an abort
-// request stops the actor with HCOMM_ERR_ABORTED and its reason as the exit reason.
+// request stops the actor with HCOMM_ERR_ABORTED and its reason as the exit reason. With
+// --lose-rank R instead: the loss of rank R (below).
 // Prints "actor_requests: P passed, F failed"; exits 1 on a failure.
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -14,6 +15,7 @@
 #include <caf/system_messages.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <string>
@@ -248,9 +250,54 @@ void control_messages(caf::scoped_actor& self, const ha::communicator_actor& com
                [](const caf::error& e) { check(false, "allreduce: " + caf::to_string(e)); });
 }
 
+/// --lose-rank R: rank R vanishes (exits without a word) after a barrier; every other rank's
+/// pending allreduce answers HCOMM_ERR_PEER_LOST, its subscriber hears of rank R's peer_lost
+/// event, and the actor stops with HCOMM_ERR_PEER_LOST naming rank R.
+void lose_a_rank(caf::scoped_actor& self, const ha::communicator_actor& comm, int rank, int lost) {
+  self->request(comm, kDeadline, ha::subscribe_atom::value)
+      .receive([](caf::ok_atom) {},
+               [](const caf::error& e) { check(false, "subscribe: " + caf::to_string(e)); });
+  self->request(comm, kDeadline, ha::barrier_request{})
+      .receive([](const ha::op_done&) {},
+               [](const caf::error& e) { check(false, "barrier: " + caf::to_string(e)); });
+  if (rank == lost) std::_Exit(0);
+  self->monitor(comm);
+  std::vector<int32_t> in(1024, 1), out(1024, 0);
+  self->request(
+          comm, kDeadline,
+          ha::allreduce_request{in.data(), out.data(), in.size(), DataType::int32, ReduceOp::sum})
+      .receive([](const ha::op_done&) { check(false, "an allreduce without a rank succeeded"); },
+               [](const caf::error& e) {
+                 check(
+                     ha::status_of(e).code() == HCOMM_ERR_PEER_LOST,
+                     "the allreduce answers HCOMM_ERR_PEER_LOST: " + ha::status_of(e).to_string());
+               });
+  bool event = false, down = false;
+  const std::string named = "rank " + std::to_string(lost);
+  while (!down) {
+    self->receive(
+        [&](const LinkEvent& e) {
+          if (e.kind == LinkEvent::Kind::peer_lost && e.peer == lost) event = true;
+        },
+        [&](const caf::down_msg& d) {
+          down = true;
+          const Status st = ha::status_of(d.reason);
+          check(st.code() == HCOMM_ERR_PEER_LOST && st.message().find(named) != std::string::npos,
+                "the exit reason names the lost rank: " + st.to_string());
+        },
+        caf::after(std::chrono::seconds(60)) >>
+            [&] {
+              check(false, "the actor did not stop within 60 s of the loss");
+              down = true;
+            });
+  }
+  check(event, "the subscriber heard of rank " + std::to_string(lost) + "'s peer_lost event");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const int lose = argc == 3 && std::string(argv[1]) == "--lose-rank" ? std::atoi(argv[2]) : -1;
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
@@ -276,6 +323,11 @@ int main() {
   if (size < 2) {
     std::fprintf(stderr, "actor_requests: run it with hcomm-run -n 2 or more\n");
     return 1;
+  }
+  if (lose >= 0) {
+    lose_a_rank(self, *comm, rank, lose);
+    std::printf("actor_requests: rank %d: %d passed, %d failed\n", rank, passed, failed);
+    return failed == 0 ? 0 : 1;
   }
   keep_64_in_flight(sys, *comm, rank, size);
   control_messages(self, *comm, rank, size);
