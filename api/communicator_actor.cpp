@@ -50,6 +50,13 @@ struct CommunicatorState {
 using Self = internal_actor::stateful_pointer<CommunicatorState>;
 constexpr int kLostChecks = 100;
 
+/// Sends `msg` to the actor behind `target` (if it still lives) from any thread: a mailbox
+/// enqueue with no execution context is CAF's thread-safe path.
+void send_from_any_thread(const caf::weak_actor_ptr& target, caf::message msg) {
+  if (auto live = caf::actor_cast<caf::strong_actor_ptr>(target))
+    live->enqueue(nullptr, caf::make_message_id(), std::move(msg), nullptr);
+}
+
 /// Where the answer to one request goes, enqueued from any thread: a mailbox enqueue with no
 /// execution context is CAF's thread-safe path (a response_promise must be delivered on its
 /// actor's thread, whose execution context it uses).
@@ -90,10 +97,8 @@ caf::delegated<op_done> answer_when_done(Self self, Work work) {
                        const Status& status) mutable {
     reply.deliver(status.ok() ? caf::make_message(op_done{work.source(), work.completed_at()})
                               : caf::make_message(make_error(status)));
-    if (status.code() != HCOMM_ERR_PEER_LOST) return;
-    if (auto me = caf::actor_cast<caf::strong_actor_ptr>(weak))
-      me->enqueue(nullptr, caf::make_message_id(),
-                  caf::make_message(lost_atom::value, status.message()), nullptr);
+    if (status.code() == HCOMM_ERR_PEER_LOST)
+      send_from_any_thread(weak, caf::make_message(lost_atom::value, status.message()));
   });
   return {};
 }
@@ -147,9 +152,7 @@ internal_actor::behavior_type communicator(Self self, std::shared_ptr<Communicat
   self->state.comm = std::move(comm);
   auto& c = *self->state.comm;
   c.on_link_event([weak = caf::actor_cast<caf::weak_actor_ptr>(self)](const LinkEvent& event) {
-    // The engine thread: a message with no execution context is CAF's thread-safe send.
-    if (auto target = caf::actor_cast<caf::strong_actor_ptr>(weak))
-      target->enqueue(nullptr, caf::make_message_id(), caf::make_message(event), nullptr);
+    send_from_any_thread(weak, caf::make_message(event));  // on the engine thread
   });
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& subs = self->state.subscribers;

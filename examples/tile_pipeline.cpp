@@ -156,6 +156,11 @@ void dispatch(Scheduler self);
 void pump_sends(Scheduler self, int peer);
 void post_receives(Scheduler self);
 
+/// Own tile (stage, i, j) has all its inputs; boundary tiles (outputs to a peer) go first.
+void make_ready(SchedulerState& st, int stage, int i, int j) {
+  st.ready.emplace(stage, peers_of(st, j).empty() ? 1 : 0, i, j);
+}
+
 /// One input of own tile (stage, i, j) is there.
 void satisfy(Scheduler self, int stage, int i, int j) {
   auto& st = self->state;
@@ -164,7 +169,7 @@ void satisfy(Scheduler self, int stage, int i, int j) {
   auto it = st.deps.try_emplace(key, inputs_of(st.g, i, j)).first;
   if (--it->second > 0) return;
   st.deps.erase(it);
-  st.ready.emplace(stage, peers_of(st, j).empty() ? 1 : 0, i, j);
+  make_ready(st, stage, i, j);
 }
 
 /// The stages a tile may run ahead of the lowest unfinished one under the current plan.
@@ -401,8 +406,7 @@ caf::behavior scheduler(Scheduler self, Options opt, ha::communicator_actor comm
   st.stolen.assign(opt.workers, 0);
   for (int i = 0; i < g.tiles; ++i)  // stage 0 is there: every stage-1 tile is ready
     for (int j = 0; j < g.tiles; ++j)
-      if (g.owner(j) == rank)
-        for (int k = 0; k < inputs_of(g, i, j); ++k) satisfy(self, 1, i, j);
+      if (g.owner(j) == rank) make_ready(st, 1, i, j);
   self->request(comm, kDeadline, ha::subscribe_atom::value)
       .then(
           [=](caf::ok_atom) {
