@@ -24,6 +24,7 @@
 #include <hcomm/actor.hpp>
 #include <hcomm/hcomm.hpp>
 
+#include "tests/integration/checks.hpp"
 #include "tools/reference/reduction.hpp"
 
 using namespace hcomm;
@@ -37,15 +38,9 @@ constexpr int kInFlight = 64;
 constexpr int kTotal = 640;
 const caf::duration kDeadline{std::chrono::seconds(120)};
 
-int passed = 0, failed = 0;
-void check(bool ok, const std::string& what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    std::fprintf(stderr, "FAILED %s\n", what.c_str());
-  }
-}
+using checks::check;
+using checks::failed;
+using checks::passed;
 
 /// Rank r's input element i of operation `seq` (small integers: every reduction is exact).
 int32_t input(int r, int seq, size_t i) {

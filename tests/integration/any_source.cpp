@@ -20,22 +20,17 @@
 
 #include <hcomm/hcomm.hpp>
 
+#include "tests/integration/checks.hpp"
+
 using namespace hcomm;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr size_t kCount = 1031;  // int32 elements per message
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    std::fprintf(stderr, "FAILED %s\n", what.c_str());
-  }
-}
+using checks::check;
+using checks::failed;
+using checks::passed;
 
 /// What rank `from` sends as its `nth` message of a case.
 std::vector<int32_t> payload(int from, int nth, int salt) {
