@@ -77,14 +77,16 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   if (!root.ok()) return root.status();
   auto local = bootstrap::pick_local_address(cfg.socket_ifname, root->host);
   if (!local.ok()) return local.status();
+  auto key = core::JobKey::from_environment();
+  if (!key.ok()) return key.status();
   auto runtime = Runtime::acquire(cfg);
   if (cfg.rank == 0) {
     Status st = runtime->host_store(root->host, root->port);
     if (!st.ok()) return st;
   }
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  auto store = bootstrap::StoreClient::connect(root->host, root->port,
-                                               std::max(left, std::chrono::milliseconds(1)));
+  auto store = bootstrap::StoreClient::connect(
+      root->host, root->port, std::max(left, std::chrono::milliseconds(1)), key.value());
   if (!store.ok()) return store.status();
 
   const std::string prefix =
@@ -150,6 +152,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
     return Status{HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
                                          std::to_string(cfg.connect_timeout.count()) + " ms"};
   if (!ready->status().ok()) return ready->status();
+  if (Status late = phases.posted_launch_error(); !late.ok()) return late;
   if (!cfg.qos.is_default() || cfg.link_gbps > 0) {
     Status q = control->set_qos(cfg.qos);
     if (!q.ok()) return q;
@@ -268,6 +271,17 @@ std::vector<int> CommunicatorControl::lost_peers() const {
   for (int r = 0; r < static_cast<int>(state_->places.size()); ++r)
     if (r != state_->rank && state_->plane->lost(r)) out.push_back(r);
   return out;
+}
+
+int CommunicatorControl::peers_on_fallback() const {
+  int n = 0;
+  for (int r = 0; r < static_cast<int>(state_->places.size()); ++r)
+    n += r != state_->rank && state_->plane->on_fallback(r) ? 1 : 0;
+  return n;
+}
+
+uint64_t CommunicatorControl::uid() const {
+  return state_->uid;
 }
 
 Expected<std::string> CommunicatorControl::host_shrink_store() {

@@ -68,6 +68,10 @@ class CommunicatorControl {
   /// Any thread: the communicator's compression policy (see collectives/compression_policy.hpp).
   collectives::CompressionPolicy& compression() const;
   std::vector<int> lost_peers() const;
+  /// Any thread: how many peers' traffic goes over their fallback link now.
+  int peers_on_fallback() const;
+  /// The communicator's id, alike on every rank (agreed at the rendezvous).
+  uint64_t uid() const;
   /// Any thread, never blocks: Communicator::abort(). On the engine, fails what runs here and
   /// tells the peers over the links, then runs `then` (telling the peers some other way: only
   /// after this rank's own operations failed with the abort, so that a peer's reaction, such as

@@ -83,7 +83,9 @@ Runtime::~Runtime() {
 
 Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
   std::lock_guard<std::mutex> lock(store_mutex_);
-  auto server = bootstrap::StoreServer::start(host, 0);
+  auto options = bootstrap::StoreServerOptions::from_environment();
+  if (!options.ok()) return options.status();
+  auto server = bootstrap::StoreServer::start(host, 0, std::move(options.value()));
   if (!server.ok()) return server.status();
   const uint16_t port = server.value()->port();
   extra_stores_.push_back(std::move(server.value()));
@@ -98,7 +100,9 @@ Status Runtime::host_store(const std::string& host, uint16_t port) {
   // A shrunk communicator's root started its store already (host_extra_store()).
   for (const auto& s : extra_stores_)
     if (s->port() == port) return {};
-  auto server = bootstrap::StoreServer::start(host, port);
+  auto options = bootstrap::StoreServerOptions::from_environment();
+  if (!options.ok()) return options.status();
+  auto server = bootstrap::StoreServer::start(host, port, std::move(options.value()));
   if (!server.ok()) return server.status();
   // A communicator meeting at another address than the first one's (a sub-group's own
   // rendezvous) gets a store of its own, which lives as long as the runtime.

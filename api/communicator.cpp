@@ -11,6 +11,7 @@
 #include "collectives/algorithm_choice.hpp"
 #include "collectives/algorithms.hpp"
 #include "core/log.hpp"
+#include "observe/observer.hpp"
 #include "topology/ring_order.hpp"
 #include "topology/topology_file.hpp"
 
@@ -36,6 +37,7 @@ std::vector<int> ring_order_of(const actors::CommunicatorControl& control,
 Expected<std::unique_ptr<Communicator>> Communicator::create(const Config& cfg) {
   Status st = api::check_config(cfg);
   if (!st.ok()) return st;
+  if (auto observing = observe::Observer::settings(); !observing.ok()) return observing.status();
   auto forced = collectives::AlgorithmChoice::parse(cfg.algo);
   if (!forced.ok()) return forced.status();
   std::optional<topology::TopologyFile> topo_file;  // checked before anyone waits for this rank

@@ -1,6 +1,7 @@
 #include "api/communicator_impl.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "collectives/frame_codec.hpp"
 #include "core/log.hpp"
 #include "dataplane/data_plane.hpp"
+#include "observe/observer.hpp"
 
 namespace hcomm::api {
 
@@ -94,6 +96,22 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
     control_->add_poller(slots_.get());
   }
   make_selector(collectives::LinkCost{});
+  {
+    char id[24];
+    std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(control_->uid()));
+    observe::CommIdentity identity;
+    identity.id = id;
+    identity.rank = cfg_.rank;
+    identity.size = cfg_.world_size;
+    identity.root_addr = cfg_.root_addr;
+    identity.op_timeout_ms = cfg_.op_timeout.count();
+    trace_ = observe::Observer::get().attach(std::move(identity), control_.get());
+  }
+  if (trace_ && observe::Observer::settings().value().profile >= 2)
+    control_->with_plane([trace = trace_](dataplane::DataPlane& plane) {
+      plane.executor().set_transfer_observer(
+          [trace](const collectives::TransferEvent& e) { trace->record_transfer(e); });
+    });
   // Receives from any source look at every message that arrives before its receive.
   control_->with_plane([this](dataplane::DataPlane& plane) {
     plane.executor().set_on_unexpected_message([this, &plane] {
@@ -116,6 +134,7 @@ void CommunicatorImpl::make_selector(const collectives::LinkCost& cost,
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  observe::Observer::get().detach(trace_);  // before the control it reads goes
   // From here on the executor's hook finds nothing waiting (it goes with the plane, which
   // control_ destroys before this object's members).
   fail_any_source(
@@ -169,7 +188,10 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
       // Numbered like every collective (every rank takes this path for this call).
       op->seq = next_seq_++;
       op->completion->set_driver(slots_);
+      observe::OpRecord record;
+      if (trace_) record = observe::make_record(*op);
       slots_->start(std::move(op), cfg_.op_timeout, &finished);
+      if (trace_) trace_->record(std::move(record));
     }
     collectives::SlotCollectives::complete(finished);  // callbacks may submit: not under the lock
     // Nobody waits for it yet: a large one is moved on by the engine thread's poller from now,
@@ -210,12 +232,17 @@ void CommunicatorImpl::start_locked(collectives::OperationPtr op, bool caller_wa
                                        ring_order_.empty() ? nullptr : &ring_order_,
                                        host_of_.empty() ? nullptr : &host_of_});
   }
+  // hcomm's own transfers (calibration, shrink) are not the application's operations.
+  const bool recorded = trace_ && (collective || op->tag != kReservedTag);
+  observe::OpRecord record;
+  if (recorded) record = observe::make_record(*op);
   // A waiting caller drives the engine only while its wait spins.
   using Waker = transport::ProgressEngine::Waker;
   control_->start(std::move(op), std::move(schedule),
                   caller_waits && driver_->spins() ? Waker::caller
                   : bytes >= kWakeEngineBytes      ? Waker::engine
                                                    : Waker::nearby);
+  if (recorded) trace_->record(std::move(record));
 }
 
 // ---- receives from any source
@@ -259,7 +286,8 @@ void CommunicatorImpl::match_any_source(dataplane::DataPlane& plane) {
     want.completion->set_source(best->first);
     collectives::OperationPtr op = std::move(*it);
     it = any_source_.erase(it);
-    start_locked(std::move(op), false);  // takes the message's number: the next ones skip it
+    // Takes the message's number: the next ones skip it.
+    start_locked(std::move(op), false);
   }
   any_source_waiting_.store(!any_source_.empty(), std::memory_order_release);
 }
@@ -361,6 +389,7 @@ void CommunicatorImpl::abort(const std::string& reason) {
     if (aborted_.ok()) aborted_ = {HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason};
   }
   fail_any_source({HCOMM_ERR_ABORTED, "the communicator was aborted: " + reason});
+  if (trace_) observe::Observer::get().dump("abort", reason);
   // The peers hear of it over the links and, on one host, through the slot board: the board
   // only once this rank's own operations failed with the abort (a peer that reads it may
   // destroy its communicator at once, and its goodbye would otherwise fail them first).

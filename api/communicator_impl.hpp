@@ -23,6 +23,7 @@
 #include "hcomm/communicator.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/work.hpp"
+#include "observe/comm_trace.hpp"
 
 namespace hcomm::api {
 
@@ -115,6 +116,7 @@ class CommunicatorImpl {
   std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, tag) → messages so far
   std::deque<collectives::OperationPtr> any_source_;       // under submit_mutex_, posting order
   std::atomic<bool> any_source_waiting_{false};            // !any_source_.empty()
+  std::shared_ptr<observe::CommTrace> trace_;  // the flight recorder and counters; may be null
 };
 
 }  // namespace hcomm::api

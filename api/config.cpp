@@ -206,6 +206,21 @@ Status check_enum(const ConfigVar& v, std::string_view text, Config*) {
   return r ? Status() : r.status();
 }
 
+Status check_integer(const ConfigVar& v, std::string_view text, Config*) {
+  auto r = core::parse_integer_var(v, text);
+  return r ? Status() : r.status();
+}
+
+Status check_bytes(const ConfigVar& v, std::string_view text, Config*) {
+  auto r = core::parse_bytes_var(v, text);
+  return r ? Status() : r.status();
+}
+
+Status check_flag(const ConfigVar& v, std::string_view text, Config*) {
+  auto r = core::parse_flag_var(v, text);
+  return r ? Status() : r.status();
+}
+
 Status check_subsystems(const ConfigVar& v, std::string_view text, Config*) {
   return core::log::parse_subsystems(text) ? Status() : core::not_accepted(v, text);
 }
@@ -265,6 +280,17 @@ const Binding kBindings[] = {
     HCOMM_FIELD(fallback_link_gbps, fallback_link_gbps),
     HCOMM_FIELD(actor_threads, actor_threads),
     HCOMM_FIELD(spin_us, spin_us),
+    {Var::profile, "", &check_integer, nullptr},
+    {Var::profile_file, "", &check_text, nullptr},
+    {Var::trace_buffer_size, "", &check_integer, nullptr},
+    {Var::dump_dir, "", &check_text, nullptr},
+    {Var::dump_on_exit, "", &check_flag, nullptr},
+    {Var::stall_warn_ms, "", &check_integer, nullptr},
+    {Var::stats, "", &check_flag, nullptr},
+    {Var::job_key, "", &check_text, nullptr},
+    {Var::job_key_file, "", &check_text, nullptr},
+    {Var::require_auth, "", &check_flag, nullptr},
+    {Var::store_max_bytes, "", &check_bytes, nullptr},
     {Var::host_id, "", &check_text, nullptr},
     {Var::debug, "", &check_enum, nullptr},
     {Var::debug_subsys, "", &check_subsystems, nullptr},

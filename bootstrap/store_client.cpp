@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bootstrap/store_server.hpp"
+#include "core/auth_handshake.hpp"
 #include "core/log.hpp"
 
 namespace hcomm::bootstrap {
@@ -107,8 +108,9 @@ StoreClient::~StoreClient() {
   if (fd_ >= 0) close(fd_);
 }
 
-Expected<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& host, uint16_t port,
-                                                            milliseconds timeout) {
+Expected<std::unique_ptr<StoreClient>> StoreClient::connect(
+    const std::string& host, uint16_t port, milliseconds timeout,
+    std::shared_ptr<const core::JobKey> key) {
   const std::string root = host + ":" + std::to_string(port);
   const auto deadline = Clock::now() + std::max(timeout, milliseconds(0));
   const milliseconds io_timeout = std::max(timeout, kMinIoTimeout);
@@ -129,6 +131,10 @@ Expected<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& h
       int fd = try_connect(sa, deadline, &last_error);
       if (fd >= 0) {
         std::unique_ptr<StoreClient> client(new StoreClient(fd, root, io_timeout));
+        if (key) {
+          Status auth = client->authenticate(std::move(key), deadline);
+          if (!auth.ok()) return auth;
+        }
         std::string reply;
         Status st = client->exchange(FrameWriter().u8(kHello).u32(kMagic).u32(kVersion).take(),
                                      deadline, &reply);
@@ -151,6 +157,7 @@ Expected<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& h
                                                  " is not an hcomm rendezvous store: check "
                                                  "HCOMM_ROOT_ADDR (or MASTER_ADDR/MASTER_PORT)");
         }
+        if (client->key_required_) return st;
         if (st.code() == HCOMM_ERR_TIMEOUT) {
           return Status(HCOMM_ERR_TIMEOUT,
                         "connected to " + root + " but no hcomm rendezvous store answered within " +
@@ -178,6 +185,33 @@ Expected<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& h
                     " attempts, last: " + last_error +
                     "): check HCOMM_ROOT_ADDR (or MASTER_ADDR/MASTER_PORT) and that rank 0 is "
                     "running");
+}
+
+Status StoreClient::authenticate(std::shared_ptr<const core::JobKey> key,
+                                 Clock::time_point deadline) {
+  core::AuthHandshake auth(std::move(key), core::AuthHandshake::Role::connector);
+  while (!auth.failed()) {
+    std::string& out = auth.output();
+    if (!out.empty()) {
+      Status st = transfer(Direction::send, out.data(), out.size(), deadline);
+      if (!st.ok()) return st;
+      out.clear();
+    }
+    if (auth.done()) return {};
+    uint8_t buf[core::AuthHandshake::kGreetingBytes];
+    const size_t want = std::min(sizeof(buf), auth.wanted());
+    Status st = transfer(Direction::receive, reinterpret_cast<char*>(buf), want, deadline);
+    if (!st.ok())
+      return fail(Status(st.code(), "the rendezvous root at " + root_ +
+                                        (st.code() == HCOMM_ERR_TIMEOUT
+                                             ? " did not answer the job-key handshake in time"
+                                             : " closed the connection during the job-key "
+                                               "handshake") +
+                                        ": rank 0 runs with another HCOMM_JOB_KEY, or none"));
+    auth.feed(buf, want);
+  }
+  return fail(Status(HCOMM_ERR_TRANSPORT, "the rendezvous root at " + root_ +
+                                              " failed the job-key handshake: " + auth.failure()));
 }
 
 Status StoreClient::fail(Status st) {
@@ -238,6 +272,13 @@ Status StoreClient::exchange(const std::string& request, Clock::time_point deadl
   st = transfer(Direction::receive, header, sizeof(header), deadline);
   if (!st.ok()) return st;
   uint32_t len = load_u32(header);
+  if (core::AuthHandshake::is_greeting(reinterpret_cast<const uint8_t*>(header))) {
+    key_required_ = true;
+    return fail(Status(HCOMM_ERR_TRANSPORT,
+                       "the rendezvous root at " + root_ +
+                           " requires a job key and this rank has none: set HCOMM_JOB_KEY (or "
+                           "HCOMM_JOB_KEY_FILE) to the job's secret"));
+  }
   if (len == 0 || len > kMaxFrameBytes) {
     return fail(Status(HCOMM_ERR_TRANSPORT, "malformed reply (" + std::to_string(len) +
                                                 " bytes) from the rendezvous root at " + root_));
@@ -253,7 +294,7 @@ Status StoreClient::set(const std::string& key, const std::string& value) {
     return Status(HCOMM_ERR_INVALID_ARG, "store value of " + std::to_string(value.size()) +
                                              " bytes for key '" + printable_key(key) +
                                              "' is above the limit of " +
-                                             std::to_string(kMaxValueBytes) + " (64 MiB)");
+                                             std::to_string(kMaxValueBytes) + " (16 MiB)");
   }
   std::string reply;
   st = exchange(FrameWriter().u8(kSet).str(key).str(value).take(), Clock::now() + io_timeout_,
@@ -367,6 +408,33 @@ Expected<int64_t> StoreClient::add(const std::string& key, int64_t delta) {
   }
   return fail(
       Status(HCOMM_ERR_TRANSPORT, "malformed ADD reply from the rendezvous root at " + root_));
+}
+
+Expected<int64_t> StoreClient::clock_offset_ns(int rounds, int64_t* uncertainty_ns) {
+  using std::chrono::duration_cast;
+  using std::chrono::nanoseconds;
+  int64_t best_rtt = INT64_MAX;
+  int64_t best_offset = 0;
+  for (int i = 0; i < rounds; ++i) {
+    std::string reply;
+    const auto t0 = Clock::now();
+    Status st = exchange(FrameWriter().u8(kTime).take(), t0 + io_timeout_, &reply);
+    const auto t1 = Clock::now();
+    if (!st.ok()) return st;
+    FrameReader r(reply.data(), reply.size());
+    uint8_t code = kError;
+    uint64_t server = 0;
+    if (!r.u8(&code) || code != kOk || !r.u64(&server) || r.left() != 0)
+      return Status(HCOMM_ERR_TRANSPORT,
+                    "the rendezvous root at " + root_ + " does not tell its clock (TIME)");
+    const int64_t rtt = duration_cast<nanoseconds>(t1 - t0).count();
+    if (rtt >= best_rtt) continue;
+    best_rtt = rtt;
+    const int64_t mid = duration_cast<nanoseconds>(t0.time_since_epoch()).count() + rtt / 2;
+    best_offset = static_cast<int64_t>(server) - mid;
+  }
+  if (uncertainty_ns != nullptr) *uncertainty_ns = best_rtt / 2;
+  return best_offset;
 }
 
 }  // namespace hcomm::bootstrap

@@ -9,21 +9,28 @@
 //     GET(2)    timeout_ms:u32 key:str             parked by the server until the key is set
 //     ADD(3)    key:str delta:i64                  the value is a decimal counter, 0 when absent
 //     WAIT(4)   timeout_ms:u32 count:u32 key:str*count   parked until every key is set
+//     TIME(5)   nothing                            the server's steady clock (clock alignment)
 //   reply    = status:u8, then per status:
 //     OK(0)       HELLO: version:u32 | SET, WAIT: nothing | GET: value:str | ADD: new value:i64
+//                 | TIME: steady clock ns:u64
 //     TIMEOUT(1)  GET: nothing | WAIT: count:u32 key:str*count (the keys still absent)
 //     ERROR(2)    message:str (the request was refused; the connection stays usable)
-// Keys hold at most kMaxKeyBytes, values at most kMaxValueBytes. A frame over kMaxFrameBytes, a
-// malformed request or a missing HELLO make the server close the connection. Keys are never
-// deleted.
+// Keys hold at most kMaxKeyBytes, values at most kMaxValueBytes, all of them together at most
+// StoreLimits::max_bytes (a SET or ADD past it is refused with ERROR). A frame over
+// kMaxFrameBytes, a malformed request, or a HELLO (and, when the store has a job key, the
+// authentication of core/auth_handshake.hpp before it) not done within the greeting timeout make
+// the server close the connection. Keys are never deleted.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "bootstrap/store_table.hpp"
+#include "core/job_key.hpp"
 #include "hcomm/status.hpp"
 
 namespace hcomm::bootstrap {
@@ -33,10 +40,11 @@ namespace store_wire {
 constexpr uint32_t kMagic = 0x48435354;  // "HCST"
 constexpr uint32_t kVersion = 1;
 constexpr size_t kMaxKeyBytes = 4096;
-constexpr size_t kMaxValueBytes = size_t{64} << 20;
+constexpr size_t kMaxValueBytes = size_t{16} << 20;
+constexpr size_t kMaxHelloBytes = 64;  ///< the longest frame accepted before HELLO
 constexpr size_t kMaxFrameBytes = kMaxValueBytes + (size_t{64} << 10);
 
-enum Op : uint8_t { kHello = 0, kSet = 1, kGet = 2, kAdd = 3, kWait = 4 };
+enum Op : uint8_t { kHello = 0, kSet = 1, kGet = 2, kAdd = 3, kWait = 4, kTime = 5 };
 enum Reply : uint8_t { kOk = 0, kTimeout = 1, kError = 2 };
 
 /// Builds one frame: put the fields, then take() the bytes with the length prefix filled in.
@@ -131,6 +139,20 @@ inline uint32_t load_u32(const char* p) {
 
 }  // namespace store_wire
 
+struct StoreServerOptions {
+  /// The job's key: every client must prove it holds it before its HELLO. Null: no proof asked.
+  std::shared_ptr<const core::JobKey> key;
+  StoreLimits limits;
+  /// From accept to a done HELLO (authentication included); a slower connection is closed.
+  std::chrono::milliseconds greeting_timeout{5000};
+  /// Connections greeting at once; one more is closed at accept (and logged once per address).
+  size_t max_greeting = 256;
+
+  /// The job's key (core::JobKey::from_environment()) and HCOMM_STORE_MAX_BYTES; an error
+  /// names the variable that is wrong.
+  static Expected<StoreServerOptions> from_environment();
+};
+
 /// The store server: one background thread (epoll, non-blocking sockets) serving any number of
 /// clients. GET and WAIT requests whose keys are absent are parked, not polled: SET and ADD wake
 /// them, and the server answers TIMEOUT itself when their deadline passes.
@@ -141,7 +163,8 @@ class StoreServer {
   /// see port()) with SO_REUSEADDR, and starts the serving thread. Fails with
   /// HCOMM_ERR_TRANSPORT naming the address when it is in use (pick another port), and with
   /// HCOMM_ERR_INVALID_ARG when bind_host is not an address of this host.
-  static Expected<std::unique_ptr<StoreServer>> start(const std::string& bind_host, uint16_t port);
+  static Expected<std::unique_ptr<StoreServer>> start(const std::string& bind_host, uint16_t port,
+                                                      StoreServerOptions options = {});
 
   /// Stops the thread and closes every socket; parked clients see the connection close and fail
   /// with HCOMM_ERR_TRANSPORT. Does not wait for clients.

@@ -17,8 +17,16 @@ install(TARGETS hcomm_shared EXPORT hcommTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT runtime)
 install(TARGETS hcomm EXPORT hcommStaticTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
-install(TARGETS hcomm-run hcomm-bench hcomm-info hcomm-chaos
+install(TARGETS hcomm-run hcomm-bench hcomm-info hcomm-chaos hcomm-perf-mon
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# The seeds' name of hcomm-perf-mon.
+install(CODE "execute_process(COMMAND \${CMAKE_COMMAND} -E create_symlink hcomm-perf-mon
+  \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/hcomm_perf_mon)" COMPONENT runtime)
+# hcomm-visualize and hcomm-diagnose (Python, standard library only) and what they share.
+install(PROGRAMS tools/trace/hcomm-visualize tools/trace/hcomm-diagnose
+  DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(FILES tools/trace/hcomm_traces.py tools/trace/report_template.html
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/hcomm/tools COMPONENT runtime)
 install(DIRECTORY include/hcomm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT runtime)
 install(FILES ${PROJECT_BINARY_DIR}/include/hcomm/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hcomm COMPONENT runtime)
@@ -60,6 +68,6 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "hcomm maintainers <maintainers@hcomm.invalid>")
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nftables, iproute2, libcaf-dev, libibverbs-dev, libhwloc-dev, libzstd-dev")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nftables, iproute2, libcaf-dev, libibverbs-dev, libhwloc-dev, libzstd-dev, libssl-dev")
 set(CPACK_DEB_COMPONENT_INSTALL OFF)
 include(CPack)

@@ -44,6 +44,8 @@ struct ScheduleExecutor::Run {
   std::vector<std::pair<int, RecvIo*>> posted;  // for withdrawal on failure
   size_t send_bytes = 0;  // the application's buffers (Operation::buffer_bytes), for the links
   size_t recv_bytes = 0;
+  /// By step: when its send or receive was posted (only with a transfer observer).
+  std::vector<std::chrono::steady_clock::time_point> posted_at;
 };
 
 namespace {
@@ -75,6 +77,7 @@ void ScheduleExecutor::start(OperationPtr op, Schedule schedule) {
   r.remaining = r.schedule.steps().size();
   std::tie(r.send_bytes, r.recv_bytes) = r.op->buffer_bytes(size_);
   for (const auto& st : r.schedule.steps()) r.waits.push_back(st.waits);
+  if (transfer_observer_) r.posted_at.resize(r.schedule.steps().size());
   const uint64_t seq = r.op->seq;
   if (r.op->kind == OpKind::recv) unexpected_.erase({r.op->peer, seq});
   r.id = next_run_id_++;
@@ -133,6 +136,7 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
                run.op->dtype);
       return step_done(run, i);
     case Step::Kind::send: {
+      if (transfer_observer_) run.posted_at[i] = std::chrono::steady_clock::now();
       SendIo& io = run.sends.emplace_back();
       io.exec = this;
       io.run = &run;
@@ -169,6 +173,7 @@ void ScheduleExecutor::execute(Run& run, uint32_t i) {
     }
     case Step::Kind::recv:
     case Step::Kind::recv_reduce: {
+      if (transfer_observer_) run.posted_at[i] = std::chrono::steady_clock::now();
       RecvIo& io = run.recvs.emplace_back();
       io.exec = this;
       io.run = &run;
@@ -191,6 +196,20 @@ void ScheduleExecutor::step_done(Run& run, uint32_t i) {
 
 void ScheduleExecutor::io_done(Run& run, uint32_t step, const Status& status, bool tell) {
   --run.in_flight;
+  if (transfer_observer_ && status.ok() && step < run.posted_at.size()) {
+    const Step& st = run.schedule.steps()[step];
+    TransferEvent e;
+    e.seq = run.op->seq;
+    e.kind = run.op->kind;
+    e.send = st.kind == Step::Kind::send;
+    e.peer = st.peer;
+    e.step = st.tag_step;
+    e.chunk = st.tag_chunk;
+    e.bytes = st.bytes;
+    e.start = run.posted_at[step];
+    e.end = std::chrono::steady_clock::now();
+    transfer_observer_(e);
+  }
   ++depth_;
   if (run.failed) {
     maybe_finish(run);

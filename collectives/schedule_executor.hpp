@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -24,6 +25,19 @@
 #include "transport/link.hpp"
 
 namespace hcomm::collectives {
+
+/// One send or receive step as it ran (HCOMM_PROFILE=2's transfers). The sender's and the
+/// receiver's report of a frame carry the same (seq, step, chunk).
+struct TransferEvent {
+  uint64_t seq = 0;
+  OpKind kind = OpKind::barrier;
+  bool send = true;
+  int peer = -1;
+  uint32_t step = 0;
+  uint32_t chunk = 0;
+  uint64_t bytes = 0;
+  std::chrono::steady_clock::time_point start, end;
+};
 
 class ScheduleExecutor final : public transport::LinkObserver {
  public:
@@ -57,6 +71,11 @@ class ScheduleExecutor final : public transport::LinkObserver {
   /// Runs after a message joined unexpected_messages() (from should_drop(): it may start
   /// operations, which start later, in the engine's task order).
   void set_on_unexpected_message(std::function<void()> cb) { on_unexpected_ = std::move(cb); }
+  /// Hears of every send and receive step that completed (on the engine thread); none: nothing
+  /// is timed.
+  void set_transfer_observer(std::function<void(const TransferEvent&)> observer) {
+    transfer_observer_ = std::move(observer);
+  }
 
   // transport::LinkObserver
   void on_remote_abort(int peer, uint32_t comm_id, uint64_t op_seq,
@@ -102,6 +121,7 @@ class ScheduleExecutor final : public transport::LinkObserver {
   UnexpectedMessages unexpected_;
   uint64_t arrivals_ = 0;
   std::function<void()> on_unexpected_;
+  std::function<void(const TransferEvent&)> transfer_observer_;
   FrameCodec codec_{std::make_shared<CompressionPolicy>(std::vector<bool>(), 0, false)};
 };
 

@@ -65,6 +65,17 @@ enum class Var : uint8_t {
   fallback_link_gbps,
   actor_threads,
   spin_us,
+  profile,
+  profile_file,
+  trace_buffer_size,
+  dump_dir,
+  dump_on_exit,
+  stall_warn_ms,
+  stats,
+  job_key,
+  job_key_file,
+  require_auth,
+  store_max_bytes,
   host_id,
   debug,
   debug_subsys,
@@ -97,6 +108,7 @@ enum : uint8_t {
   kZeroToo = 1,       ///< 0 is accepted besides [min, max] ("chosen automatically")
   kEmptyIsValue = 2,  ///< set to "" is a value, not "unset"
   kNumbered = 4,      ///< an enumeration that also takes its values' positions (0, 1, ...)
+  kSecret = 8,        ///< never printed (hcomm-info shows "(set, not shown)")
 };
 
 struct ConfigVar {

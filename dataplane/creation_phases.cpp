@@ -40,7 +40,8 @@ CreationPhases::CreationPhases(const Config& cfg, bootstrap::StoreClient& store,
       local_ip_(std::move(local_ip)),
       engine_(engine),
       deadline_(deadline),
-      host_(topology::this_host()) {}
+      host_(topology::this_host()),
+      launch_check_(store, prefix_, cfg.rank, cfg.world_size, host_.name) {}
 
 const std::vector<CreationPhases::Phase>& CreationPhases::all() {
   static const std::vector<Phase> phases = {
@@ -69,6 +70,8 @@ ProtocolContext CreationPhases::protocol_context(const std::string& interface_ip
 // ---- 1
 
 Status CreationPhases::agree_on_id() {
+  Status claimed = launch_check_.claim(deadline_);
+  if (!claimed.ok()) return claimed;
   if (cfg_.rank == 0) {
     uid_ = random_uid();
     return store_.set(prefix_ + "uid", std::to_string(uid_));
@@ -162,7 +165,13 @@ Status CreationPhases::exchange_records() {
   std::vector<std::string> keys;
   for (int r = 0; r < cfg_.world_size; ++r) keys.push_back(prefix_ + "addr/" + std::to_string(r));
   std::vector<std::string> missing;
-  st = store_.wait(keys, left(), &missing);
+  // In slices: a launching mistake another rank found (LaunchCheck) ends the wait at once.
+  for (;;) {
+    st = store_.wait(keys, std::min(left(), std::chrono::milliseconds(200)), &missing);
+    if (st.code() != HCOMM_ERR_TIMEOUT || Clock::now() >= deadline_) break;
+    Status posted = launch_check_.posted_error();
+    if (!posted.ok()) return posted;
+  }
   if (!st.ok()) {
     if (st.code() != HCOMM_ERR_TIMEOUT) return st;
     std::string ranks;
@@ -194,6 +203,8 @@ Status CreationPhases::exchange_records() {
       if (tab != std::string::npos) rec.addresses[line.substr(0, tab)] = line.substr(tab + 1);
     }
   }
+  Status posted = launch_check_.posted_error();
+  if (!posted.ok()) return posted;
   HCOMM_LOG(info, core::log::kInit, "rank %d of %d listening on %s, rendezvous %s", cfg_.rank,
             cfg_.world_size, records_[static_cast<size_t>(cfg_.rank)].endpoint.c_str(),
             cfg_.root_addr.c_str());

@@ -1,7 +1,8 @@
 // The phases of creating a communicator that need no actor, in the order they run on every
 // rank (actors/communicator_control.cpp runs them, then starts the actors that connect the
 // links):
-//   1. agree_on_id       rank 0 draws the communicator's uid, the others read it;
+//   1. agree_on_id       each rank claims its rank and checks the world size (LaunchCheck); rank
+//                        0 draws the communicator's uid, the others read it;
 //   2. open_protocols    every protocol the configuration allows opens and gets an address; under
 //                        failover a TCP listener of its own for the fallback links;
 //   3. exchange_records  each rank publishes its host and addresses and reads everyone's;
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "bootstrap/store_client.hpp"
+#include "dataplane/launch_check.hpp"
 #include "dataplane/peer_plan.hpp"
 #include "hcomm/config.hpp"
 #include "hcomm/status.hpp"
@@ -62,6 +64,9 @@ class CreationPhases {
   std::optional<transport::shm::SlotBoard> take_slot_board() { return std::move(slot_board_); }
   /// Ranks on this host (this one included).
   int local_ranks() const;
+  /// A launching mistake another rank found since the rendezvous (LaunchCheck::posted_error()):
+  /// checked once more when the links are up, so a duplicate that came late still fails both.
+  Status posted_launch_error() { return launch_check_.posted_error(); }
 
  private:
   std::chrono::milliseconds left() const;
@@ -76,6 +81,7 @@ class CreationPhases {
   transport::ProgressEngine& engine_;
   const Clock::time_point deadline_;
   const topology::HostIdentity host_;
+  LaunchCheck launch_check_;
   uint64_t uid_ = 0;
   std::vector<OpenedProtocol> protocols_;  // most preferred first
   /// Protocols that could not open here although they reach other hosts, and why.

@@ -86,6 +86,11 @@ class DataPlane final : public transport::LinkObserver, public failover::Channel
   void on_channel_event(const failover::ChannelEvent& event) override;
   /// Any thread: what carries traffic to `peer` now (see RankInfo::transport).
   std::string carrier(int peer) const;
+  /// Any thread: whether traffic to `peer` goes over its fallback link now.
+  bool on_fallback(int peer) const {
+    return carrier_[static_cast<size_t>(peer)].load(std::memory_order_relaxed) ==
+           failover::kFallback;
+  }
   failover::FailoverRecorder& recorder() { return recorder_; }
   /// Any thread: whether `peer` was lost (HCOMM_ERR_PEER_LOST).
   bool lost(int peer) const {

@@ -51,6 +51,7 @@ bool print_config(std::FILE* out, std::FILE* err) {
       Config alone;
       const bool parses = api::apply_variable(v.id, *text, &alone).ok();
       r.value = parses ? shown(in_field.value_or(*text), true) : "'" + *text + "': does not parse";
+      if (v.flags & core::kSecret) r.value = "(set, not shown)";
     } else {
       r.value = shown(in_field.value_or(v.default_text), false);
       if (in_field && *in_field != v.default_text) r.from = "launcher";

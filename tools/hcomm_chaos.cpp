@@ -15,7 +15,7 @@
 // thread), input_pattern and workload (inputs, the operation, expected results from
 // ../reference/), digest, runner (the loop), analysis (detection, recovery, throughput
 // windows), rank_summary (what is gathered), verdict (the checks), report (text and JSON),
-// format; ../json_writer.hpp.
+// format; core/json_writer.hpp.
 #include <unistd.h>
 
 #include <chrono>

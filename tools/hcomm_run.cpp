@@ -19,6 +19,8 @@
 #include <string>
 #include <utility>
 
+#include "core/config_vars.hpp"
+#include "core/job_key.hpp"
 #include "run/launcher.hpp"
 #include "run/options.hpp"
 #include "run/output.hpp"
@@ -50,7 +52,18 @@ int main(int argc, char** argv) {
     port = *free_port;
   }
 
-  Launcher launcher(std::move(opts), "127.0.0.1:" + std::to_string(port));
+  // A job's own secret, unless the caller gave one (the ranks then inherit it).
+  std::string secret;
+  if (!hcomm::core::env_text(hcomm::core::Var::job_key) &&
+      !hcomm::core::env_text(hcomm::core::Var::job_key_file)) {
+    auto made = hcomm::core::make_job_secret();
+    if (!made.ok()) {
+      note(made.status().message());
+      return kExitLauncherError;
+    }
+    secret = made.value();
+  }
+  Launcher launcher(std::move(opts), "127.0.0.1:" + std::to_string(port), std::move(secret));
   int exit_code = launcher.run();
   if (int sig = launcher.fatal_signal()) {
     // Die of the signal, as the caller (a shell loop, say) expects of a signalled program.

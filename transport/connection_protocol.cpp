@@ -1,5 +1,6 @@
 #include "transport/connection_protocol.hpp"
 
+#include "transport/connection_auth.hpp"
 #include "transport/connection_link.hpp"
 
 namespace hcomm::transport {
@@ -8,6 +9,10 @@ ConnectionProtocol::ConnectionProtocol(std::string name, std::unique_ptr<Protoco
     : name_(std::move(name)), protocol_(std::move(protocol)) {}
 
 Expected<std::string> ConnectionProtocol::open(const ProtocolContext& context) {
+  auto key = core::JobKey::from_environment();
+  if (!key.ok()) return key.status();
+  key_ = key.value();
+  rank_ = context.rank;
   return protocol_->open(context);
 }
 
@@ -21,7 +26,8 @@ Status ConnectionProtocol::prepare(const std::vector<PeerAddress>& peers, Rendez
                                               connection.status().message()};
     connections_[peer.rank] = std::move(connection.value());
   }
-  return {};
+  if (!key_) return {};
+  return authenticate_connections(name_, rank_, key_, connections_, deadline);
 }
 
 std::unique_ptr<Link> ConnectionProtocol::create_link(const LinkContext& context,

@@ -2,13 +2,15 @@
 // Connections are made in prepare() — on the creating thread, in rank order, as the public
 // contract says — and each becomes a ConnectionLink on the engine thread. A Connection is made
 // once per communicator: links over it cannot be made again (failover keeps such a peer on its
-// fallback after a fault).
+// fallback after a fault). With a job key, every Connection runs the job-key handshake
+// (connection_auth.hpp) in prepare(), before any frame.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 
+#include "core/job_key.hpp"
 #include "hcomm/protocol.hpp"
 #include "transport/link_protocol.hpp"
 
@@ -37,6 +39,8 @@ class ConnectionProtocol final : public LinkProtocol {
  private:
   std::string name_;
   std::unique_ptr<Protocol> protocol_;
+  std::shared_ptr<const core::JobKey> key_;  // null: the job runs unauthenticated
+  int rank_ = 0;
   std::map<int, std::unique_ptr<Connection>> connections_;  // by peer, made, not yet linked
 };
 

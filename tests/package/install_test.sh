@@ -21,9 +21,14 @@ step "cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "install"; }
 for f in include/hcomm/hcomm.h include/hcomm/hcomm.hpp include/hcomm/version.h lib/libhcomm.so \
          lib/libhcomm.so.0 lib/libhcomm.a lib/cmake/hcomm/hcommConfig.cmake lib/pkgconfig/hcomm.pc \
-         bin/hcomm-run bin/hcomm-bench bin/hcomm-info bin/hcomm-chaos; do
+         bin/hcomm-run bin/hcomm-bench bin/hcomm-info bin/hcomm-chaos bin/hcomm-perf-mon \
+         bin/hcomm_perf_mon bin/hcomm-visualize bin/hcomm-diagnose share/hcomm/tools/hcomm_traces.py; do
   [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
 done
+step "the installed trace tools run from the prefix"
+"$prefix/bin/hcomm-diagnose" --help > /dev/null || fail "hcomm-diagnose --help"
+"$prefix/bin/hcomm-visualize" --help > /dev/null || fail "hcomm-visualize --help"
+"$prefix/bin/hcomm_perf_mon" --help > /dev/null || fail "hcomm_perf_mon --help"
 
 step "out-of-tree CMake project: find_package(hcomm CONFIG COMPONENTS static)"
 cp -r "$src/tests/package/consumer" "$work/consumer"
@@ -40,10 +45,14 @@ cc -std=c99 -Wall -Wextra -Werror "$prefix/share/doc/hcomm/examples/c/allreduce.
   -o "$work/c_allreduce" || fail "compiling the C example"
 
 export LD_LIBRARY_PATH=$prefix/lib
+# ldd's output is captured before grep reads it: under pipefail, `ldd | grep -q` fails at random
+# when grep exits at its first match and ldd dies of SIGPIPE writing the rest.
 for prog in consumer-build/consumer_shared c_allreduce; do
-  ldd "$work/$prog" | grep -q "$prefix/lib/libhcomm.so.0" || fail "$prog does not load the prefix's libhcomm.so.0"
+  libs=$(ldd "$work/$prog")
+  grep -q "$prefix/lib/libhcomm.so.0" <<<"$libs" || { echo "$libs"; fail "$prog does not load the prefix's libhcomm.so.0"; }
 done
-if ldd "$work/consumer-build/consumer_static" | grep -q libhcomm; then fail "consumer_static loads libhcomm.so"; fi
+libs=$(ldd "$work/consumer-build/consumer_static")
+if grep -q libhcomm <<<"$libs"; then fail "consumer_static loads libhcomm.so"; fi
 
 run() {
   local prog=$1 expect=$2

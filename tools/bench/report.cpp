@@ -8,7 +8,7 @@
 #include <cinttypes>
 #include <string>
 
-#include "json_writer.hpp"
+#include "core/json_writer.hpp"
 
 namespace hcomm::tools::bench {
 namespace {
@@ -159,9 +159,9 @@ void Report::footer() const {
 }
 
 bool Report::write_json(FILE* f) const {
-  const std::string common = "\"op\":" + JsonWriter::quote(spec_.name) +
-                             ",\"dtype\":" + JsonWriter::quote(hcomm::dtype_name(o_.dtype)) +
-                             ",\"redop\":" + JsonWriter::quote(redop_name()) +
+  const std::string common = "\"op\":" + core::JsonWriter::quote(spec_.name) +
+                             ",\"dtype\":" + core::JsonWriter::quote(hcomm::dtype_name(o_.dtype)) +
+                             ",\"redop\":" + core::JsonWriter::quote(redop_name()) +
                              ",\"root\":" + std::to_string(root());
   if (timed_) return write_json_timed(f, common);
   std::fprintf(f,
@@ -171,18 +171,19 @@ bool Report::write_json(FILE* f) const {
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];
     const std::string wrong = r.wrong < 0 ? "null" : std::to_string(r.wrong);
-    std::fprintf(
-        f,
-        "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
-        "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s,"
-        "\"compression\":%s,\"wire_ratio\":%s,\"max_error\":%s}",
-        i == 0 ? "" : ",", common.c_str(), r.bytes, r.count, JsonWriter::quote(r.algo).c_str(),
-        r.time_us, r.algbw, r.busbw, wrong.c_str(),
-        r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str(),
-        JsonWriter::quote(hcomm::to_string(o_.has_compression ? o_.compression : Compression::none))
-            .c_str(),
-        r.wire_ratio < 0 ? "null" : std::to_string(r.wire_ratio).c_str(),
-        r.max_error < 0 ? "null" : std::to_string(r.max_error).c_str());
+    std::fprintf(f,
+                 "%s\n {%s,\"bytes\":%zu,\"count\":%zu,\"algo\":%s,\"time_us\":%.9g,"
+                 "\"algbw\":%.9g,\"busbw\":%.9g,\"wrong\":%s,\"cross_host_bytes\":%s,"
+                 "\"compression\":%s,\"wire_ratio\":%s,\"max_error\":%s}",
+                 i == 0 ? "" : ",", common.c_str(), r.bytes, r.count,
+                 core::JsonWriter::quote(r.algo).c_str(), r.time_us, r.algbw, r.busbw,
+                 wrong.c_str(),
+                 r.cross_host_bytes < 0 ? "null" : std::to_string(r.cross_host_bytes).c_str(),
+                 core::JsonWriter::quote(
+                     hcomm::to_string(o_.has_compression ? o_.compression : Compression::none))
+                     .c_str(),
+                 r.wire_ratio < 0 ? "null" : std::to_string(r.wire_ratio).c_str(),
+                 r.max_error < 0 ? "null" : std::to_string(r.max_error).c_str());
   }
   std::fprintf(f, "]}\n");
   return std::ferror(f) == 0;
@@ -201,7 +202,7 @@ bool Report::write_json_timed(FILE* f, const std::string& common) const {
                  "\"qos\":{\"min\":%d,\"max\":%d,\"priority\":%d,\"spec\":%s},"
                  "\"link_gbps\":%.9g,",
                  qos_.min_rate, qos_.max_rate, qos_.priority,
-                 JsonWriter::quote(qos_.to_string()).c_str(), link_gbps_);
+                 core::JsonWriter::quote(qos_.to_string()).c_str(), link_gbps_);
   std::fprintf(f, "\"ranks\":[");
   for (size_t i = 0; i < timed_ranks_.size(); ++i) {
     const TimedRun& t = timed_ranks_[i];

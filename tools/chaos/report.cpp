@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "chaos/format.hpp"
-#include "json_writer.hpp"
+#include "core/json_writer.hpp"
 
 namespace hcomm::tools::chaos {
 namespace {
@@ -16,13 +16,13 @@ std::string ms_or_dash(double ms) {
   return std::isnan(ms) ? "-" : format("%.0f ms", ms);
 }
 
-void json_transports(JsonWriter& j, const std::map<int, std::string>& transports) {
+void json_transports(core::JsonWriter& j, const std::map<int, std::string>& transports) {
   j.begin_object();
   for (const auto& [peer, name] : transports) j.field(std::to_string(peer), name);
   j.end_object();
 }
 
-void json_checks(JsonWriter& j, const Verdict& v) {
+void json_checks(core::JsonWriter& j, const Verdict& v) {
   j.begin_array();
   for (const Check& c : v.checks())
     j.begin_object().field("name", c.name).field("ok", c.ok).field("detail", c.detail).end_object();
@@ -206,7 +206,7 @@ std::string Report::rank_json(const RankView& v, const Verdict& mine) const {
   const RunRecord& rec = v.rec;
   const Analysis& a = v.analysis;
   const FailoverStats& s = v.stats;
-  JsonWriter j;
+  core::JsonWriter j;
   j.begin_object();
   j.field("rank", rank_).field("world_size", size_).field("op", w_.op());
   j.field("bytes", w_.bytes()).field("count", w_.count()).field("dtype", "float32");
@@ -305,7 +305,7 @@ std::string Report::rank_json(const RankView& v, const Verdict& mine) const {
 
 bool Report::write_json(const std::string& path, const std::vector<std::string>& ranks,
                         bool complete, const Verdict& job) const {
-  JsonWriter j;
+  core::JsonWriter j;
   j.begin_object().field("tool", "hcomm-chaos").field("complete", complete);
   j.key("ranks").begin_array();
   for (const std::string& r : ranks) j.raw(r);

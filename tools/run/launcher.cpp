@@ -28,8 +28,11 @@ std::string signal_name(int sig) {
 
 }  // namespace
 
-Launcher::Launcher(Options opts, std::string root_addr)
-    : opts_(std::move(opts)), root_addr_(std::move(root_addr)), ranks_(opts_.ranks) {}
+Launcher::Launcher(Options opts, std::string root_addr, std::string job_secret)
+    : opts_(std::move(opts)),
+      root_addr_(std::move(root_addr)),
+      job_secret_(std::move(job_secret)),
+      ranks_(opts_.ranks) {}
 
 bool Launcher::set_up() {
   sigset_t handled;
@@ -68,7 +71,7 @@ bool Launcher::start_rank(int rank) {
               "cannot start rank " + std::to_string(rank) + ": " + std::strerror(errno));
     return false;
   }
-  std::vector<std::string> env = rank_environment(rank, opts_.ranks, root_addr_);
+  std::vector<std::string> env = rank_environment(rank, opts_.ranks, root_addr_, job_secret_);
   std::vector<char*> envp;
   for (std::string& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);

@@ -31,7 +31,9 @@ namespace hcomm::tools::run {
 /// run() is called once.
 class Launcher {
  public:
-  Launcher(Options opts, std::string root_addr);
+  /// `job_secret`: given to every rank as HCOMM_JOB_KEY; empty: the ranks inherit the
+  /// launcher's environment as it is.
+  Launcher(Options opts, std::string root_addr, std::string job_secret);
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
@@ -64,6 +66,7 @@ class Launcher {
 
   Options opts_;
   std::string root_addr_;
+  std::string job_secret_;
   std::vector<Rank> ranks_;
   int running_ = 0;  ///< ranks started and not yet reaped
   pid_t pgid_ = 0;   ///< the ranks' process group (rank 0's pid); valid while running_ > 0

@@ -31,8 +31,10 @@ Starts N ranks of `prog args...` on this host and waits for all of them.
   -h, --help    print this help
 
 Each rank gets HCOMM_RANK, HCOMM_WORLD_SIZE, HCOMM_LOCAL_RANK, HCOMM_LOCAL_SIZE and
-HCOMM_ROOT_ADDR=127.0.0.1:PORT in its environment, and /dev/null as stdin. Output lines
-are never split or mixed between ranks.
+HCOMM_ROOT_ADDR=127.0.0.1:PORT in its environment, and /dev/null as stdin. Unless
+HCOMM_JOB_KEY or HCOMM_JOB_KEY_FILE is set already, every rank also gets HCOMM_JOB_KEY,
+a random secret made for this job: only its ranks can join it. Output lines are never
+split or mixed between ranks.
 
 When a rank fails (non-zero exit or a signal), the job times out, or the launcher gets
 SIGINT, SIGTERM or SIGHUP, all ranks are signalled (SIGTERM, or the launcher's signal),

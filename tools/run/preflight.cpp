@@ -6,8 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "run/output.hpp"
 
@@ -38,20 +41,53 @@ int check_program(const std::string& prog) {
   }
 }
 
-std::optional<int> find_free_port() {
+namespace {
+
+// The first port of the kernel's ephemeral range (connect() and bind(0) pick from it).
+int ephemeral_low() {
+  int low = 32768, high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// Whether port can be bound on every address right now (what a TCP store does).
+bool can_bind(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return false;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   const int err = errno;
   close(fd);
   errno = err;
-  if (!ok) return std::nullopt;
-  return ntohs(addr.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+std::optional<int> find_free_port() {
+  const int high = ephemeral_low() - 2;
+  const int low = std::min(20000, high - 1000);
+  if (high - low < 2) {
+    errno = EADDRNOTAVAIL;
+    return std::nullopt;
+  }
+  std::random_device seed;
+  std::mt19937 pick(seed());
+  std::uniform_int_distribution<int> port_of(low, high);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = port_of(pick);
+    if (can_bind(port) && can_bind(port + 1)) return port;
+  }
+  errno = EADDRINUSE;
+  return std::nullopt;
 }
 
 std::vector<int> rank_cpus(int ranks, std::optional<bool> bind_to_core) {

@@ -13,8 +13,10 @@ namespace hcomm::tools::run {
 /// anything else is looked up in PATH, whose default is glibc's.
 int check_program(const std::string& prog);
 
-/// Binds port 0 on the loopback interface and gives the port back (errno set when none). Another
-/// process may take it before rank 0 binds it; --port is the answer where that matters.
+/// A port P such that P and P + 1 (the torch store of hcomm.torch under hcomm-run) can be bound
+/// now, picked at random below the kernel's ephemeral range (ip_local_port_range), so that no
+/// connection's local port takes it before the job binds it; errno set when none is found.
+/// Another process may still bind it first; --port is the answer where that matters.
 std::optional<int> find_free_port();
 
 /// The CPU of each rank, by rank, or none when ranks are not bound. `bind_to_core` unset: bind

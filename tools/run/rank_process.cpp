@@ -31,10 +31,12 @@ void become_rank(const ChildSetup& s) {
   _exit(kExitCannotExec);
 }
 
-std::vector<std::string> rank_environment(int rank, int ranks, const std::string& root_addr) {
+std::vector<std::string> rank_environment(int rank, int ranks, const std::string& root_addr,
+                                          const std::string& job_secret) {
   std::vector<std::string> env;
   for (char** entry = environ; *entry; ++entry)
     if (!bootstrap::is_launch_variable(*entry)) env.emplace_back(*entry);
+  if (!job_secret.empty()) env.push_back("HCOMM_JOB_KEY=" + job_secret);
   // One host: the local rank and size are the job's.
   for (std::string& v : bootstrap::launch_variables({rank, ranks, rank, ranks, root_addr}))
     env.push_back(std::move(v));

@@ -29,7 +29,9 @@ struct ChildSetup {
 [[noreturn]] void become_rank(const ChildSetup& s);
 
 /// The launcher's environment minus stale placement variables, plus the job's
-/// (bootstrap::launch_variables). Only the rank-specific entries differ between ranks.
-std::vector<std::string> rank_environment(int rank, int ranks, const std::string& root_addr);
+/// (bootstrap::launch_variables), and HCOMM_JOB_KEY=`job_secret` unless that is empty. Only the
+/// rank-specific entries differ between ranks.
+std::vector<std::string> rank_environment(int rank, int ranks, const std::string& root_addr,
+                                          const std::string& job_secret);
 
 }  // namespace hcomm::tools::run

@@ -61,7 +61,7 @@ void TcpLink::connect(ProgressEngine::Clock::time_point deadline) {
   for (size_t i = 0; i < streams_.size(); ++i) {
     connectors_.push_back(std::make_unique<TcpConnector>(
         engine_, addr, describe(), my_hello(static_cast<uint32_t>(i)), params_.socket_options,
-        deadline, [this, i, peer](int fd, const Hello& peer_hello, const Status& st) {
+        params_.key, deadline, [this, i, peer](int fd, const Hello& peer_hello, const Status& st) {
           if (!st.ok()) return establishment_failed(st);
           if (peer_hello.rank != peer) {
             ::close(fd);

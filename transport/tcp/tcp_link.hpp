@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/job_key.hpp"
 #include "transport/medium_link.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/tcp/tcp_socket.hpp"
@@ -33,6 +34,8 @@ struct TcpLinkParams {
   TcpListener* listener = nullptr;
   /// LinkContext::generation: only connections of the same attempt join the link.
   uint32_t generation = 0;
+  /// The job's key (null: unauthenticated): the connector side proves it on every stream.
+  std::shared_ptr<const core::JobKey> key;
 };
 
 class TcpLink final : public MediumLink, public StreamOwner {

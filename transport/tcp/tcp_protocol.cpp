@@ -10,8 +10,11 @@ ProtocolCaps TcpProtocol::caps() const {
 }
 
 Expected<std::string> TcpProtocol::open(const ProtocolContext& context) {
+  auto key = core::JobKey::from_environment();
+  if (!key.ok()) return key.status();
+  key_ = key.value();
   auto listener =
-      TcpListener::bind(*engine_, context.interface_ip, context.comm_uid, context.world_size);
+      TcpListener::bind(*engine_, context.interface_ip, context.comm_uid, context.world_size, key_);
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener.value());
   return listener_->endpoint();
@@ -32,6 +35,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
   p.socket_options = {config_.send_buf_size, config_.recv_buf_size, config_.tcp_congestion,
                       traffic_class_};
   p.generation = context.generation;
+  p.key = key_;
   if (context.my_rank < context.peer) p.listener = listener_.get();
   MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
   auto link = std::make_unique<TcpLink>(*engine_, *context.observer, id, p, std::move(on_up));

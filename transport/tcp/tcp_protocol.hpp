@@ -22,6 +22,7 @@ class TcpProtocol final : public LinkProtocol {
 
  private:
   std::unique_ptr<TcpListener> listener_;
+  std::shared_ptr<const core::JobKey> key_;
   bool listening_ = false;
 };
 

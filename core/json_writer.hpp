@@ -1,13 +1,14 @@
-// A minimal JSON text builder for the tools' reports: objects, arrays, strings (escaped), numbers
-// (non-finite ones as null), booleans. Commas and nesting are tracked so callers cannot get them
-// wrong. quote() is the one string escaper of the tools (hcomm-bench writes its JSON by format).
+// A minimal JSON text builder for reports (the tools, the trace files): objects, arrays, strings
+// (escaped), numbers (non-finite ones as null), booleans. Commas and nesting are tracked so callers
+// cannot get them wrong. quote() is the one string escaper of the tools (hcomm-bench writes its
+// JSON by format).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace hcomm::tools {
+namespace hcomm::core {
 
 class JsonWriter {
  public:
@@ -49,4 +50,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace hcomm::tools
+}  // namespace hcomm::core

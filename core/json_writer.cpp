@@ -1,9 +1,9 @@
-#include "json_writer.hpp"
+#include "core/json_writer.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace hcomm::tools {
+namespace hcomm::core {
 
 void JsonWriter::separate() {
   if (after_key_) {
@@ -85,4 +85,4 @@ JsonWriter& JsonWriter::number(const std::string& text) {
   return *this;
 }
 
-}  // namespace hcomm::tools
+}  // namespace hcomm::core
