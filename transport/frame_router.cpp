@@ -66,9 +66,7 @@ IncomingFrame::Event IncomingFrame::begin(const FrameHeader& h, Clock::time_poin
         route_ = Route::held;
         held_since_ = now;
       } else {
-        route_ = Route::stash;
-        payload_ = router_.unexpected_.take_buffer(h.length);
-        dst_ = payload_.data();
+        start_stash();
       }
       break;
     default:
@@ -99,9 +97,33 @@ bool IncomingFrame::release_hold_if_due(Clock::time_point now) {
 
 void IncomingFrame::release_hold() {
   if (route_ != Route::held) return;
+  start_stash();
+}
+
+void IncomingFrame::start_stash() {
   route_ = Route::stash;
-  payload_ = router_.unexpected_.take_buffer(header_.length);
+  payload_ = router_.unexpected_.take_buffer(std::min<size_t>(header_.length, kStashFirstBytes));
   dst_ = payload_.data();
+}
+
+void IncomingFrame::reserve_stash(size_t bytes) {
+  const size_t need = got_ + bytes;
+  if (route_ != Route::stash || need <= payload_.size()) return;
+  const size_t grown = std::min<size_t>(
+      header_.length, std::max({need, payload_.size() * 2, got_ + kStashGrowBytes}));
+  payload_.resize(grown);  // keeps the bytes that arrived
+  dst_ = payload_.data();
+}
+
+std::byte* IncomingFrame::target() {
+  if (dst_ == nullptr) return nullptr;
+  reserve_stash(std::min(missing(), kStashGrowBytes));
+  return dst_ + got_;
+}
+
+size_t IncomingFrame::room() const {
+  if (dst_ == nullptr) return 0;
+  return route_ == Route::direct ? missing() : payload_.size() - got_;
 }
 
 size_t IncomingFrame::granularity() const {
@@ -111,6 +133,7 @@ size_t IncomingFrame::granularity() const {
 IncomingFrame::Event IncomingFrame::add(const std::byte* data, size_t bytes) {
   if (bytes > 0) {
     if (dst_ != nullptr) {
+      reserve_stash(bytes);
       std::memcpy(dst_ + got_, data, bytes);
     } else if (route_ == Route::pieces) {
       request_->on_piece(got_, data, bytes);

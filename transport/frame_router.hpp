@@ -122,9 +122,12 @@ class IncomingFrame {
   /// For a held frame: copied aside from now on, whatever the time.
   void release_hold();
 
-  /// Where the next payload bytes go when the medium writes them itself; nullptr: hand them to
-  /// add() (a receive that takes pieces, or a dropped frame).
-  std::byte* target() const { return dst_ == nullptr ? nullptr : dst_ + got_; }
+  /// Where the next payload bytes go when the medium writes them itself, with room() bytes of
+  /// space there (at least min(missing(), kStashGrowBytes)); nullptr: hand them to add() (a
+  /// receive that takes pieces, or a dropped frame). Grows a frame being copied aside.
+  std::byte* target();
+  /// Bytes the medium may write at target() now (0 when it gives nullptr).
+  size_t room() const;
   /// The payload goes straight into the posted receive's own buffer.
   bool into_receive_buffer() const { return route_ == Route::direct; }
   /// For payload handed to add(): every piece but the frame's last must be a multiple of this.
@@ -140,10 +143,20 @@ class IncomingFrame {
   friend class FrameRouter;
   enum class Route { direct, pieces, held, stash, control, discard };
 
+  /// A frame copied aside gets this much space at first and grows with the bytes that arrive
+  /// (by doubling, at least kStashGrowBytes at a time): a header alone, whatever length it
+  /// claims, costs at most kStashFirstBytes.
+  static constexpr size_t kStashFirstBytes = 16u << 20;
+  static constexpr size_t kStashGrowBytes = 1u << 20;
+
   /// Hands the frame to `request`: direct, pieces, or (rejected by accept()) discard.
   void take(RecvRequest* request);
   /// The frame is whole: completes its receive, stores it, or dispatches it.
   Event finish();
+  /// Routes the frame into the unexpected-frame store.
+  void start_stash();
+  /// For a frame copied aside: space for its next `bytes` (at most missing()).
+  void reserve_stash(size_t bytes);
 
   FrameRouter& router_;
   const HoldPolicy hold_;

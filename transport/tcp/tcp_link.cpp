@@ -32,7 +32,7 @@ TcpLink::~TcpLink() {
 LinkCaps TcpLink::caps() const {
   LinkCaps c;
   c.medium = "tcp";
-  c.max_frame_bytes = size_t{1} << 40;
+  c.max_frame_bytes = TcpStream::kMaxFrameBytes;
   c.one_sided = false;
   c.detects_peer_failure = true;  // EOF / ECONNRESET
   return c;

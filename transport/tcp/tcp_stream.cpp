@@ -146,7 +146,7 @@ void TcpStream::read_some() {
     ssize_t n;
     std::byte* direct = in_.active() && rx_begin_ == rx_end_ ? in_.target() : nullptr;
     if (direct != nullptr && in_.missing() >= kDirectThreshold) {
-      n = recv(fd_, direct, in_.missing(), MSG_DONTWAIT);
+      n = recv(fd_, direct, std::min(in_.missing(), in_.room()), MSG_DONTWAIT);
       if (n > 0) {
         handle(in_.wrote(static_cast<size_t>(n)));
         continue;
@@ -194,6 +194,13 @@ bool TcpStream::process_buffer() {
                                 false);
         return false;
       }
+      if (h.length > kMaxFrameBytes) {
+        owner_.on_stream_failed(
+            {HCOMM_ERR_TRANSPORT, "protocol error on " + name_ + ": a frame of " +
+                                      std::to_string(h.length) + " bytes, above the limit"},
+            false);
+        return false;
+      }
       HCOMM_LOG(trace, core::log::kNet, "%s: frame kind %u op %llu step %u chunk %u, %llu bytes",
                 name_.c_str(), h.kind, static_cast<unsigned long long>(h.op_seq), h.step, h.chunk,
                 static_cast<unsigned long long>(h.length));
@@ -208,6 +215,7 @@ bool TcpStream::process_buffer() {
     const size_t remaining = in_.missing();
     size_t take = std::min(avail, remaining);
     std::byte* dst = in_.target();
+    if (dst != nullptr) take = std::min(take, in_.room());
     if (dst == nullptr && take < remaining) take -= take % in_.granularity();
     if (take == 0 && remaining > 0) return true;
     const std::byte* data = rx_.data() + rx_begin_;

@@ -32,6 +32,9 @@ class TcpStream final : public FdHandler {
  public:
   /// Frames of at least 64 KiB are held in the socket for at most 200 us.
   static constexpr HoldPolicy kHold{64 * 1024, std::chrono::microseconds(200)};
+  /// The largest payload of one frame (LinkCaps::max_frame_bytes); a longer one is a protocol
+  /// error.
+  static constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 40;
 
   TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, FrameRouter& router,
             std::string name);
