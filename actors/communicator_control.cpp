@@ -42,6 +42,7 @@ struct CommunicatorControl::State {
   std::vector<RankPlace> places;
   std::vector<std::string> transports;
   std::optional<transport::shm::SlotBoard> slot_board;
+  std::string launch_error_key;
 };
 
 namespace {
@@ -138,6 +139,7 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->compression = std::move(compression);
   state->rank = cfg.rank;
   state->uid = uid;
+  state->launch_error_key = phases.launch_error_key();
   state->cfg = cfg;
   state->local_ip = local.value();
   state->host_id = phases.host().id;
@@ -282,6 +284,10 @@ int CommunicatorControl::peers_on_fallback() const {
 
 uint64_t CommunicatorControl::uid() const {
   return state_->uid;
+}
+
+const std::string& CommunicatorControl::launch_error_key() const {
+  return state_->launch_error_key;
 }
 
 Expected<std::string> CommunicatorControl::host_shrink_store() {

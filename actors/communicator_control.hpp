@@ -72,6 +72,9 @@ class CommunicatorControl {
   int peers_on_fallback() const;
   /// The communicator's id, alike on every rank (agreed at the rendezvous).
   uint64_t uid() const;
+  /// The rendezvous store key where a launching mistake found after this communicator was made
+  /// (a late second claimant of a rank) is posted (dataplane/launch_check.hpp).
+  const std::string& launch_error_key() const;
   /// Any thread, never blocks: Communicator::abort(). On the engine, fails what runs here and
   /// tells the peers over the links, then runs `then` (telling the peers some other way: only
   /// after this rank's own operations failed with the abort, so that a peer's reaction, such as

@@ -105,6 +105,7 @@ CommunicatorImpl::CommunicatorImpl(Config cfg, std::unique_ptr<actors::Communica
     identity.size = cfg_.world_size;
     identity.root_addr = cfg_.root_addr;
     identity.op_timeout_ms = cfg_.op_timeout.count();
+    identity.launch_error_key = control_->launch_error_key();
     trace_ = observe::Observer::get().attach(std::move(identity), control_.get());
   }
   if (trace_ && observe::Observer::settings().value().profile >= 2)
@@ -171,6 +172,8 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
       return work;
     }
   }
+  // A launching mistake found after creation (a late second claimant of a rank) ends the job.
+  if (trace_ && trace_->launch_error_found()) abort(trace_->launch_error());
   {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     // On one host a peer's abort is on the slot board before its notice crosses the links.

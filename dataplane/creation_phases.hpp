@@ -55,6 +55,8 @@ class CreationPhases {
 
   // ---- what they found
   uint64_t uid() const { return uid_; }
+  /// LaunchCheck::error_key().
+  std::string launch_error_key() const { return launch_check_.error_key(); }
   const topology::HostIdentity& host() const { return host_; }
   const std::vector<PeerPlan>& peers() const { return peers_; }
   /// Every opened protocol, the fallback's last (null without failover); no longer the phases'.

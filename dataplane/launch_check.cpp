@@ -40,7 +40,7 @@ Status LaunchCheck::claim(Clock::time_point deadline) {
 }
 
 Status LaunchCheck::posted_error() {
-  auto posted = store_.get(prefix_ + "launch_error", std::chrono::milliseconds(0));
+  auto posted = store_.get(error_key(), std::chrono::milliseconds(0));
   if (posted.ok()) return Status{HCOMM_ERR_INVALID_ARG, posted.value()};
   return posted.status().code() == HCOMM_ERR_TIMEOUT ? Status{} : posted.status();
 }
@@ -48,7 +48,7 @@ Status LaunchCheck::posted_error() {
 Status LaunchCheck::reject(const std::string& message) {
   // The first mistake posted is the one every rank reports.
   auto first = store_.add(prefix_ + "launch_errors", 1);
-  if (first.ok() && first.value() == 1) (void)store_.set(prefix_ + "launch_error", message);
+  if (first.ok() && first.value() == 1) (void)store_.set(error_key(), message);
   return Status{HCOMM_ERR_INVALID_ARG, message};
 }
 

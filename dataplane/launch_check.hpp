@@ -6,7 +6,8 @@
 //   launch_error         the first mistake found, as every rank reports it
 // Whoever finds a mistake posts it in launch_error and fails; the others find it while they wait
 // for the rest (posted_error()) and fail with the same message. A duplicate that arrives after
-// the others have finished the rendezvous fails alone. Creating thread.
+// the others have finished the rendezvous fails at once, and the communicator they made aborts
+// with its message when its observer sees the key (observe/comm_trace.hpp). Creating thread.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,9 @@ class LaunchCheck {
   Status claim(Clock::time_point deadline);
   /// The mistake another rank posted, as an HCOMM_ERR_INVALID_ARG; OK when none is.
   Status posted_error();
+  /// Where the mistake is posted: a communicator already made watches it (observe/), so that a
+  /// claimant arriving after the others finished is rejected on every process too.
+  std::string error_key() const { return prefix_ + "launch_error"; }
 
  private:
   /// Posts `message` as the launch error (unless one is posted already) and returns it.

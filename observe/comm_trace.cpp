@@ -23,7 +23,7 @@ constexpr size_t kMaxTransfers = 1000000;  // level 2: ~64 MB at most
 }  // namespace
 
 CommTrace::CommTrace(CommIdentity identity, const Settings& settings,
-                     const actors::CommunicatorControl* control, StatsComm* slot)
+                     actors::CommunicatorControl* control, StatsComm* slot)
     : identity_(std::move(identity)),
       settings_(settings),
       recorder_(settings.profile > 0 ? std::max(settings.trace_buffer, Settings::kProfileOps)
@@ -173,6 +173,15 @@ CommTrace::Findings CommTrace::tick(int64_t now_ns) {
         out.dump_reason = "request";
         out.dump_detail = "another rank of communicator " + identity_.id + " saw a stall";
       }
+      if (!identity_.launch_error_key.empty() && !launch_error_seen_) {
+        auto posted = board_->read(identity_.launch_error_key);
+        if (posted.ok()) {
+          launch_error_seen_ = true;
+          out.launch_error = posted.value();
+        } else if (posted.status().code() != HCOMM_ERR_TIMEOUT) {
+          board_ok(posted.status());
+        }
+      }
     }
   }
   if (scan.failures > failed_seen_) {
@@ -241,6 +250,18 @@ std::string CommTrace::unreported_failure() {
   if (scan.failures == 0 || failed_seen_ > 0 || !scan.first_failure) return "";
   failed_seen_ = scan.failures;
   return op_name(*scan.first_failure) + " failed: " + scan.first_failure->failure;
+}
+
+void CommTrace::abort_for_launch_error(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  launch_error_ = reason;
+  launch_error_found_.store(true, std::memory_order_release);
+  if (control_ != nullptr) control_->abort(reason);
+}
+
+std::string CommTrace::launch_error() const {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  return launch_error_;
 }
 
 void CommTrace::request_dumps() {

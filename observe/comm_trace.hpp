@@ -7,6 +7,7 @@
 // while attached (detach() waits for a tick that uses it to finish).
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -31,12 +32,14 @@ struct CommIdentity {
   std::string root_addr;  ///< its rendezvous store
   std::string host;
   int64_t op_timeout_ms = 0;
+  std::string launch_error_key;  ///< where a late launching mistake is posted (may be empty)
 };
 
 class CommTrace {
  public:
-  CommTrace(CommIdentity identity, const Settings& settings,
-            const actors::CommunicatorControl* control, StatsComm* slot);
+  /// `control`: read for lost peers; aborted only for a launch error (Observer::tick).
+  CommTrace(CommIdentity identity, const Settings& settings, actors::CommunicatorControl* control,
+            StatsComm* slot);
   const CommIdentity& identity() const { return identity_; }
   StatsComm* stats_slot() const { return slot_; }
 
@@ -59,6 +62,7 @@ class CommTrace {
     bool first_stall = false;  ///< ... for the first time: dump, and ask the others to
     std::string dump_reason;   ///< timeout, peer_lost, failed, request: dump for this
     std::string dump_detail;
+    std::string launch_error;  ///< a launching mistake posted after creation: abort with it
   };
   /// The engine thread (HCOMM_PROFILE=2): a send or receive step ended.
   void record_transfer(const collectives::TransferEvent& e);
@@ -69,6 +73,13 @@ class CommTrace {
   std::string unreported_failure();
   /// Observer thread: tells the other ranks to dump (after a stall).
   void request_dumps();
+  /// Observer thread: a launching mistake was posted after creation (Findings::launch_error):
+  /// fails what runs on the data plane now and tells the peers (unless detached); the
+  /// communicator aborts itself with it at its next operation (launch_error_found()).
+  void abort_for_launch_error(const std::string& reason);
+  /// Any thread, cheap: abort_for_launch_error() happened; launch_error() is its reason.
+  bool launch_error_found() const { return launch_error_found_.load(std::memory_order_acquire); }
+  std::string launch_error() const;
 
   /// Any thread: this communicator's part of a profile or dump.
   CommTraceData gather();
@@ -89,7 +100,10 @@ class CommTrace {
   FlightRecorder recorder_;
   StatsComm* slot_;
   mutable std::mutex control_mutex_;
-  const actors::CommunicatorControl* control_;  // under control_mutex_; null once detached
+  actors::CommunicatorControl* control_;  // under control_mutex_; null once detached
+  bool launch_error_seen_ = false;        // observer thread
+  std::atomic<bool> launch_error_found_{false};
+  std::string launch_error_;  // under control_mutex_
 
   // The observer thread's, and detach()'s last look (tick_mutex_).
   std::mutex tick_mutex_;

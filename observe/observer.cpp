@@ -74,7 +74,7 @@ Observer::Observer(Settings settings) : settings_(std::move(settings)), host_(ho
 }
 
 std::shared_ptr<CommTrace> Observer::attach(CommIdentity identity,
-                                            const actors::CommunicatorControl* control) {
+                                            actors::CommunicatorControl* control) {
   if (!settings_.records() && !stats_) return nullptr;
   identity.host = host_;
   StatsComm* slot = stats_ ? stats_->claim(identity.id, identity.rank, identity.size) : nullptr;
@@ -199,6 +199,11 @@ void Observer::tick() {
   for (const auto& t : live) {
     CommTrace::Findings f = t->tick(now);
     if (!f.stall_line.empty()) HCOMM_LOG(warn, core::log::kColl, "stall: %s", f.stall_line.c_str());
+    if (!f.launch_error.empty()) {
+      HCOMM_LOG(error, core::log::kInit, "aborting communicator %s: %s", t->identity().id.c_str(),
+                f.launch_error.c_str());
+      t->abort_for_launch_error(f.launch_error);
+    }
     if (f.first_stall) {
       dump("stall", f.stall_line);
       t->request_dumps();

@@ -32,8 +32,7 @@ class Observer {
   static Observer& get();
 
   /// Starts observing a communicator; nullptr when nothing is recorded (settings say so).
-  std::shared_ptr<CommTrace> attach(CommIdentity identity,
-                                    const actors::CommunicatorControl* control);
+  std::shared_ptr<CommTrace> attach(CommIdentity identity, actors::CommunicatorControl* control);
   /// Stops observing it (its control is about to go): writes the profile (HCOMM_PROFILE) and,
   /// with HCOMM_DUMP_ON_EXIT, the dump; keeps its records for the process's later files.
   void detach(const std::shared_ptr<CommTrace>& trace);

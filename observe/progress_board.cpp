@@ -66,6 +66,10 @@ Expected<int64_t> ProgressBoard::dump_requests() {
   return store_->add(prefix_ + "dump", 0);
 }
 
+Expected<std::string> ProgressBoard::read(const std::string& key) {
+  return store_->get(key, std::chrono::milliseconds(0));
+}
+
 Status ProgressBoard::request_dump() {
   auto n = store_->add(prefix_ + "dump", 1);
   return n.ok() ? Status() : n.status();

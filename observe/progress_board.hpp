@@ -49,6 +49,8 @@ class ProgressBoard {
   /// The dump counter; request_dump() adds one to it.
   Expected<int64_t> dump_requests();
   Status request_dump();
+  /// The text at `key` (the launch error); HCOMM_ERR_TIMEOUT when there is none.
+  Expected<std::string> read(const std::string& key);
 
  private:
   ProgressBoard(std::unique_ptr<bootstrap::StoreClient> store, std::string id, int size)

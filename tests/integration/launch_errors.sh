@@ -2,7 +2,8 @@
 # Launching mistakes, as the ranks report them (dataplane/launch_check.hpp), each case as separate
 # processes sharing one rendezvous (no launcher to catch the mistake first):
 #   duplicate  ranks 0, 1 and 1 again of a world of 2: every process fails, both claimants named
-#              (host and pid) on both rank-1 processes and on rank 0;
+#              (host and pid) on both rank-1 processes and on rank 0; once started together,
+#              once with the second claimant started after the others made their communicator;
 #   size       rank 0 says world size 2, rank 1 says 3: both fail naming both sizes and ranks.
 # Each within the connect deadline (HCOMM_CONNECT_TIMEOUT_MS=10000) and a little more.
 # Usage: launch_errors.sh TRANSPORT_PROBE
@@ -15,30 +16,24 @@ failed() { echo "launch_errors: FAIL: $*"; fail=1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 export HCOMM_JOB_KEY=launch-errors-test-key-0123456789 HCOMM_CONNECT_TIMEOUT_MS=10000
 
-# start NAME RANK SIZE: one process, its output in $dir/NAME.log, its pid in $dir/NAME.pid.
+# start NAME RANK SIZE: one process, its output in $dir/NAME.log, its pid in $dir/NAME.pid. The
+# process keeps its communicator 3 s (transport_probe --stay), as a job would.
 start() {
-  HCOMM_RANK=$2 HCOMM_WORLD_SIZE=$3 "$probe" > "$dir/$1.log" 2>&1 &
+  HCOMM_RANK=$2 HCOMM_WORLD_SIZE=$3 "$probe" --stay 3000 > "$dir/$1.log" 2>&1 &
   echo $! > "$dir/$1.pid"
 }
-# finish NAME...: waits for each; each must have failed. Prints the seconds it all took.
+# finish NAME...: waits for each; each must have failed (false when one did not).
 finish() {
+  local all=0
   for name in "$@"; do
-    wait "$(cat "$dir/$name.pid")" && echo "  $name succeeded"
+    wait "$(cat "$dir/$name.pid")" && { echo "  $name succeeded"; all=1; }
   done
+  return $all
 }
 
-# The three start together. A claimant that arrives after the others formed their communicator
-# fails alone (it is the only one still creating): on a loaded machine that can happen, so the
-# case gets three tries and must pass one of them whole.
-duplicate_case() {
-  local ok=0
-  export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
-  t0=$(date +%s.%N)
-  start r0 0 2
-  start r1a 1 2
-  start r1b 1 2
-  finish r0 r1a r1b
-  t=$(echo "$(date +%s.%N) - $t0" | bc)
+# named_by_all: r0, r1a and r1b each failed naming both claimants of rank 1 (host and pid).
+named_by_all() {
+  local ok=0 name line
   pid_a=$(cat "$dir/r1a.pid") pid_b=$(cat "$dir/r1b.pid")
   for name in r0 r1a r1b; do
     line=$(grep -o "rank 1 is claimed by two processes: .*" "$dir/$name.log" | head -1)
@@ -47,22 +42,61 @@ duplicate_case() {
       *) echo "  $name does not name both claimants ($pid_a, $pid_b): $line"; ok=1 ;; esac
     echo "  $name: $(grep -m1 "claimed by two" "$dir/$name.log")"
   done
+  return $ok
+}
+
+# The three start together. When the second claimant of rank 1 arrives during the rendezvous,
+# every process fails there; when it arrives after the others made their communicator, it fails
+# at once and the others' communicator is aborted with its message (observe/): either way all
+# three fail naming both claimants.
+duplicate_case() {
+  local ok=0
+  export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
+  t0=$(date +%s.%N)
+  start r0 0 2
+  start r1a 1 2
+  start r1b 1 2
+  finish r0 r1a r1b || ok=1
+  t=$(echo "$(date +%s.%N) - $t0" | bc)
+  named_by_all || ok=1
   (($(echo "$t < 12" | bc))) || { echo "  took ${t} s, past the connect deadline"; ok=1; }
   return $ok
 }
-for try in 1 2 3; do
-  if duplicate_case 2>&1; then
-    echo "launch_errors: duplicate rank: all three failed after ${t} s (try $try)"
-    break
-  fi
-  [ "$try" -eq 3 ] && failed "duplicate rank: not every process named both claimants in 3 tries"
-done
+# Once as it comes, once with the second claimant started after the others made their
+# communicator (the late path, on purpose).
+if duplicate_case 2>&1; then
+  echo "launch_errors: duplicate rank: all three failed after ${t} s"
+else
+  failed "duplicate rank: not every process named both claimants"
+fi
+late_case() {
+  local ok=0
+  export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
+  t0=$(date +%s.%N)
+  start r0 0 2
+  start r1a 1 2
+  for _ in $(seq 100); do
+    grep -q "^probe" "$dir/r0.log" && grep -q "^probe" "$dir/r1a.log" && break
+    sleep 0.05
+  done
+  grep -q "^probe" "$dir/r0.log" || { echo "  r0 and r1a did not make their communicator"; return 1; }
+  start r1b 1 2
+  finish r0 r1a r1b || ok=1
+  t=$(echo "$(date +%s.%N) - $t0" | bc)
+  named_by_all || ok=1
+  return $ok
+}
+if late_case 2>&1; then
+  echo "launch_errors: late duplicate: all three failed after ${t} s (the job aborted)"
+else
+  failed "late duplicate: not every process named both claimants"
+fi
 
 export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
 t0=$(date +%s.%N)
 start s0 0 2
 start s1 1 3
-finish s0 s1
+finish s0 s1 || failed "a rank of the size mismatch succeeded"
 t=$(echo "$(date +%s.%N) - $t0" | bc)
 echo "launch_errors: world-size mismatch: both failed after ${t} s"
 for name in s0 s1; do

@@ -3,13 +3,20 @@
 // every link. For scripts that check a layout (netns_hosts.sh); one line per pair:
 //   "probe R -> P transport T host H"
 // Exits non-zero if the communicator cannot be created or the allreduce is wrong.
+// `transport_probe --stay MS` then keeps the communicator MS ms longer, in barriers every 20 ms,
+// and exits non-zero when one fails (the job was aborted meanwhile).
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 #include <hcomm/hcomm.hpp>
 
-int main() {
+int main(int argc, char** argv) {
+  const long stay_ms = argc > 2 && std::strcmp(argv[1], "--stay") == 0 ? std::atol(argv[2]) : 0;
   auto created = hcomm::Communicator::create_from_env();
   if (!created) {
     std::fprintf(stderr, "transport_probe: cannot create the communicator: %s\n",
@@ -52,5 +59,15 @@ int main() {
   for (const auto& r : comm.ranks())
     std::printf("probe %d -> %d transport %s host %s\n", rank, r.rank, r.transport.c_str(),
                 r.host.c_str());
+  std::fflush(stdout);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(stay_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    st = comm.barrier();
+    if (!st.ok()) {
+      std::fprintf(stderr, "transport_probe: barrier failed: %s\n", st.to_string().c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   return 0;
 }
