@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make pkg-config procps clang-format libcaf-dev libboost-dev libzstd-dev doctest-dev
-          libibverbs-dev librdmacm-dev libhwloc-dev libssl-dev clang libclang-rt-14-dev python3 iproute2 nftables util-linux dpkg-dev debootstrap
+          libibverbs-dev librdmacm-dev libhwloc-dev libssl-dev openssl clang libclang-rt-14-dev python3 iproute2 nftables util-linux dpkg-dev debootstrap
           python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-venv
           python3-torch libtorch-dev chromium)
 missing=()

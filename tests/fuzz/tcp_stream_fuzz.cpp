@@ -35,6 +35,7 @@ struct Owner final : tcp::StreamOwner {
   bool failed = false;
   void on_goodbye() override {}
   void on_stream_failed(const Status&, bool) override { failed = true; }
+  void on_stream_established() override {}
 };
 
 }  // namespace

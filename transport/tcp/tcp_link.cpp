@@ -46,7 +46,16 @@ Hello TcpLink::my_hello(uint32_t stream_index) const {
   h.num_streams = static_cast<uint32_t>(params_.num_streams);
   h.world_size = static_cast<uint32_t>(params_.world_size);
   h.generation = params_.generation;
+  h.flags = params_.tls ? Hello::kFlagTls : 0;
   return h;
+}
+
+Status TcpLink::check_tls_agrees(const Hello& peer_hello) const {
+  const bool peer_tls = (peer_hello.flags & Hello::kFlagTls) != 0;
+  if (peer_tls == (params_.tls != nullptr)) return {};
+  return {HCOMM_ERR_INVALID_ARG, describe() + " runs with HCOMM_TLS=" + (peer_tls ? "1" : "0") +
+                                     " and this rank with HCOMM_TLS=" + (peer_tls ? "0" : "1") +
+                                     ": set the same HCOMM_TLS on every rank"};
 }
 
 // ---- establishment
@@ -69,6 +78,10 @@ void TcpLink::connect(ProgressEngine::Clock::time_point deadline) {
                 {HCOMM_ERR_TRANSPORT, describe() + " answered as rank " +
                                           std::to_string(peer_hello.rank) +
                                           ": two jobs share a rendezvous address?"});
+          }
+          if (Status tls = check_tls_agrees(peer_hello); !tls.ok()) {
+            ::close(fd);
+            return establishment_failed(tls);
           }
           stream_ready(i, fd);
         }));
@@ -129,6 +142,12 @@ bool TcpLink::adopt(int fd, const Hello& hello) {
                                  : st);
     return true;
   }
+  // Checked after the reply, which tells the connecting side what this rank does.
+  if (Status tls = check_tls_agrees(hello); !tls.ok()) {
+    ::close(fd);
+    establishment_failed(tls);
+    return true;
+  }
   stream_ready(index, fd);
   return true;
 }
@@ -138,9 +157,23 @@ void TcpLink::stream_ready(size_t index, int fd) {
     ::close(fd);
     return;
   }
+  std::unique_ptr<TlsSession> tls;
+  if (params_.tls) {
+    const auto role =
+        params_.listener != nullptr ? TlsContext::Role::server : TlsContext::Role::client;
+    tls = std::make_unique<TlsSession>(*params_.tls, role, fd);
+    if (!tls->error().empty()) {
+      ::close(fd);
+      return establishment_failed({HCOMM_ERR_INTERNAL, describe() + ": " + tls->error()});
+    }
+  }
   streams_[index] = std::make_unique<TcpStream>(
       engine_, fd, *this, router(),
-      describe() + (streams_.size() > 1 ? " stream " + std::to_string(index) : ""));
+      describe() + (streams_.size() > 1 ? " stream " + std::to_string(index) : ""), std::move(tls));
+  if (!params_.tls) on_stream_established();
+}
+
+void TcpLink::on_stream_established() {
   if (++streams_up_ < streams_.size()) return;
   if (deadline_timer_ != 0) engine_.cancel_timer(deadline_timer_);
   deadline_timer_ = 0;

@@ -17,6 +17,7 @@
 #include "transport/progress_engine.hpp"
 #include "transport/tcp/tcp_socket.hpp"
 #include "transport/tcp/tcp_stream.hpp"
+#include "transport/tcp/tls_context.hpp"
 
 namespace hcomm::transport::tcp {
 
@@ -36,6 +37,8 @@ struct TcpLinkParams {
   uint32_t generation = 0;
   /// The job's key (null: unauthenticated): the connector side proves it on every stream.
   std::shared_ptr<const core::JobKey> key;
+  /// HCOMM_TLS=1: every stream is encrypted (the connector side is the TLS client); null: not.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 class TcpLink final : public MediumLink, public StreamOwner {
@@ -66,10 +69,13 @@ class TcpLink final : public MediumLink, public StreamOwner {
   // StreamOwner (and MediumLink: the goodbye waits for the end of stream)
   void on_goodbye() override { peer_said_goodbye_ = true; }
   void on_stream_failed(const Status& status, bool eof) override;
+  void on_stream_established() override;
 
   void stream_ready(size_t index, int fd);
   void establishment_failed(const Status& status);
   Hello my_hello(uint32_t stream_index) const;
+  /// The peer's Hello says it encrypts as this rank does; else an error naming both settings.
+  Status check_tls_agrees(const Hello& peer_hello) const;
 
   ProgressEngine& engine_;
   TcpLinkParams params_;

@@ -1,5 +1,9 @@
 #include "transport/tcp/tcp_protocol.hpp"
 
+#include <mutex>
+
+#include "core/log.hpp"
+
 namespace hcomm::transport::tcp {
 
 ProtocolCaps TcpProtocol::caps() const {
@@ -13,6 +17,15 @@ Expected<std::string> TcpProtocol::open(const ProtocolContext& context) {
   auto key = core::JobKey::from_environment();
   if (!key.ok()) return key.status();
   key_ = key.value();
+  auto tls = TlsContext::from_environment(key_);
+  if (!tls.ok()) return tls.status();
+  tls_ = tls.value();
+  static std::once_flag told;
+  if (tls_)
+    std::call_once(told, [this] {
+      HCOMM_LOG(info, core::log::kNet, "TCP links are encrypted with TLS 1.3 (keys: %s)",
+                tls_->keys());
+    });
   auto listener =
       TcpListener::bind(*engine_, context.interface_ip, context.comm_uid, context.world_size, key_);
   if (!listener.ok()) return listener.status();
@@ -36,6 +49,7 @@ std::unique_ptr<Link> TcpProtocol::create_link(const LinkContext& context,
                       traffic_class_};
   p.generation = context.generation;
   p.key = key_;
+  p.tls = tls_;
   if (context.my_rank < context.peer) p.listener = listener_.get();
   MediumLink::Identity id{context.my_rank, context.peer, context.comm_id, context.bytes_sent};
   auto link = std::make_unique<TcpLink>(*engine_, *context.observer, id, p, std::move(on_up));

@@ -47,7 +47,8 @@ struct Hello {
   /// Which making of the link this connection is for (failover reconnects it): a connection of
   /// an earlier attempt, late through a flapping network, must not join a newer link.
   uint32_t generation = 0;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  ///< kFlagTls: the sender encrypts the connection (HCOMM_TLS=1)
+  static constexpr uint32_t kFlagTls = 1;
 };
 static_assert(sizeof(Hello) == 40, "the hello is 40 bytes on the wire");
 

@@ -24,14 +24,17 @@ constexpr size_t kHeader = sizeof(FrameHeader);
 }  // namespace
 
 TcpStream::TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, FrameRouter& router,
-                     std::string name)
+                     std::string name, std::unique_ptr<TlsSession> tls)
     : engine_(engine),
       fd_(fd),
       owner_(owner),
       name_(std::move(name)),
+      tls_(std::move(tls)),
       rx_(kRxBuffer),
       in_(router, kHold) {
-  engine_.add_fd(fd_, EPOLLIN, this);
+  // TLS: the first writable event starts the handshake (failing from here would call the owner
+  // before it holds this stream).
+  engine_.add_fd(fd_, tls_ ? EPOLLIN | EPOLLOUT : EPOLLIN, this);
 }
 
 TcpStream::~TcpStream() {
@@ -45,6 +48,8 @@ std::vector<SendRequest*> TcpStream::shut() {
   dead_ = true;
   if (hold_timer_ != 0) engine_.cancel_timer(hold_timer_);
   hold_timer_ = 0;
+  if (read_timer_ != 0) engine_.cancel_timer(read_timer_);
+  read_timer_ = 0;
   engine_.remove_fd(fd_);
   ::close(fd_);
   std::vector<SendRequest*> unsent(queue_.begin(), queue_.end());
@@ -65,15 +70,90 @@ void TcpStream::enqueue(SendRequest* request) {
 
 void TcpStream::finish_sending() {
   finish_sending_ = true;
-  if (queue_.empty() && !dead_) shutdown(fd_, SHUT_WR);
+  if (queue_.empty() && !dead_ && !handshaking()) half_close();
+}
+
+void TcpStream::half_close() {
+  if (tls_) tls_->close_notify();
+  shutdown(fd_, SHUT_WR);
 }
 
 void TcpStream::update_interest() {
   const uint32_t in = in_.held() ? 0u : EPOLLIN;
-  if (!dead_) engine_.modify_fd(fd_, in | (want_write_ ? EPOLLOUT : 0u));
+  const bool out = want_write_ || (tls_ && tls_->wants_write());
+  if (!dead_) engine_.modify_fd(fd_, in | (out ? EPOLLOUT : 0u));
+}
+
+void TcpStream::advance_handshake() {
+  switch (tls_->handshake()) {
+    case TlsSession::Result::ok:
+      HCOMM_LOG(debug, core::log::kNet, "%s: TLS 1.3 established", name_.c_str());
+      owner_.on_stream_established();
+      if (dead_) return;
+      update_interest();
+      flush();  // what waited for the handshake (and a half-close asked for meanwhile)
+      if (!dead_) read_some();
+      return;
+    case TlsSession::Result::would_block:
+      update_interest();
+      return;
+    default:
+      owner_.on_stream_failed(
+          {HCOMM_ERR_TRANSPORT, "the TLS handshake with " + name_ + " failed: " + tls_->error() +
+                                    " (every rank needs HCOMM_TLS=1 and the same job key, or "
+                                    "certificates from one CA)"},
+          false);
+  }
+}
+
+ssize_t TcpStream::receive(void* buf, size_t len) {
+  if (!tls_) return recv(fd_, buf, len, MSG_DONTWAIT);
+  size_t got = 0;
+  switch (tls_->read(buf, len, &got)) {
+    case TlsSession::Result::ok:
+      return static_cast<ssize_t>(got);
+    case TlsSession::Result::closed:
+      return 0;
+    case TlsSession::Result::would_block:
+      if (tls_->wants_write()) update_interest();
+      errno = EAGAIN;
+      return -1;
+    default:
+      errno = tls_->socket_errno() != 0 ? tls_->socket_errno() : EPROTO;
+      return -1;
+  }
+}
+
+ssize_t TcpStream::transmit(const iovec* iov, int n_iov) {
+  if (!tls_) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(n_iov);
+    return sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  size_t put = 0;
+  switch (tls_->write(iov, n_iov, &put)) {
+    case TlsSession::Result::ok:
+      return static_cast<ssize_t>(put);
+    case TlsSession::Result::would_block:
+      errno = EAGAIN;
+      return -1;
+    case TlsSession::Result::closed:
+      errno = EPIPE;
+      return -1;
+    default:
+      errno = tls_->socket_errno() != 0 ? tls_->socket_errno() : EPROTO;
+      return -1;
+  }
+}
+
+std::string TcpStream::io_error(const std::string& what, int err) const {
+  if (tls_ && err == EPROTO && tls_->socket_errno() == 0) return what + " failed: " + tls_->error();
+  return core::errno_text(what + " failed", err);
 }
 
 void TcpStream::flush() {
+  if (handshaking()) return;  // the queue waits for the handshake
   std::vector<SendRequest*> done;
   while (!queue_.empty() && !dead_) {
     iovec iov[kMaxIov];
@@ -93,10 +173,7 @@ void TcpStream::flush() {
       }
       skip = 0;
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(n_iov);
-    ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = transmit(iov, n_iov);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -106,7 +183,7 @@ void TcpStream::flush() {
         }
         break;
       }
-      const Status st{HCOMM_ERR_TRANSPORT, core::errno_text("send to " + name_ + " failed", errno)};
+      const Status st{HCOMM_ERR_TRANSPORT, io_error("send to " + name_, errno)};
       for (auto* r : done) r->on_sent({});
       owner_.on_stream_failed(st, false);
       return;
@@ -130,14 +207,20 @@ void TcpStream::flush() {
     want_write_ = false;
     update_interest();
   }
-  if (queue_.empty() && finish_sending_ && !dead_) shutdown(fd_, SHUT_WR);
+  if (queue_.empty() && finish_sending_ && !dead_) half_close();
   for (auto* r : done) r->on_sent({});
 }
 
 void TcpStream::on_events(int, uint32_t events) {
   if (dead_) return;
+  if (handshaking()) return advance_handshake();
   if (events & EPOLLOUT) flush();
-  if (!dead_ && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) read_some();
+  // A TLS read may have stopped for writability (a TLS-level message to answer).
+  const bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+  if (!dead_ && (readable || (tls_ && (events & EPOLLOUT)))) read_some();
+  // Writability TLS asked for and no longer needs: stop the events.
+  if (tls_ && (events & EPOLLOUT) && !dead_ && !want_write_ && !tls_->wants_write())
+    update_interest();
 }
 
 void TcpStream::read_some() {
@@ -146,7 +229,7 @@ void TcpStream::read_some() {
     ssize_t n;
     std::byte* direct = in_.active() && rx_begin_ == rx_end_ ? in_.target() : nullptr;
     if (direct != nullptr && in_.missing() >= kDirectThreshold) {
-      n = recv(fd_, direct, std::min(in_.missing(), in_.room()), MSG_DONTWAIT);
+      n = receive(direct, std::min(in_.missing(), in_.room()));
       if (n > 0) {
         handle(in_.wrote(static_cast<size_t>(n)));
         continue;
@@ -157,7 +240,7 @@ void TcpStream::read_some() {
         rx_end_ -= rx_begin_;
         rx_begin_ = 0;
       }
-      n = recv(fd_, rx_.data() + rx_end_, rx_.size() - rx_end_, MSG_DONTWAIT);
+      n = receive(rx_.data() + rx_end_, rx_.size() - rx_end_);
       if (n > 0) {
         rx_end_ += static_cast<size_t>(n);
         continue;
@@ -169,13 +252,19 @@ void TcpStream::read_some() {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-    owner_.on_stream_failed(
-        {HCOMM_ERR_TRANSPORT, core::errno_text("receive from " + name_ + " failed", errno)}, false);
+    owner_.on_stream_failed({HCOMM_ERR_TRANSPORT, io_error("receive from " + name_, errno)}, false);
     return;
   }
   // Fairness: other fds get their turn; level-triggered epoll brings us back for what is still
   // in the socket, but what is already buffered must be handled now.
-  process_buffer();
+  if (!process_buffer() || dead_) return;
+  // Decrypted bytes TLS holds are not in the socket: epoll would not bring us back for them.
+  if (tls_ && tls_->has_pending() && read_timer_ == 0) {
+    read_timer_ = engine_.add_timer(ProgressEngine::Clock::now(), [this] {
+      read_timer_ = 0;
+      if (!dead_) read_some();
+    });
+  }
 }
 
 bool TcpStream::process_buffer() {

@@ -2,17 +2,21 @@
 // frames in, routed by the link's FrameRouter: straight into the destination when the receive is
 // posted and the payload is large, through a small buffer otherwise; a large frame nobody waits
 // for yet is held in the socket (the HoldPolicy) so that its receive still gets it in place.
+// With a TlsSession (HCOMM_TLS=1) the same bytes go through TLS: the handshake runs first, on
+// the stream's own readiness events, and frames enqueued meanwhile wait for it.
 // Engine thread only.
 #pragma once
 
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "transport/frame_router.hpp"
 #include "transport/link.hpp"
 #include "transport/progress_engine.hpp"
+#include "transport/tcp/tls_session.hpp"
 
 namespace hcomm::transport::tcp {
 
@@ -23,6 +27,9 @@ class StreamOwner {
   virtual void on_goodbye() = 0;
   /// The connection broke (error, or end of stream when `eof`).
   virtual void on_stream_failed(const Status& status, bool eof) = 0;
+  /// A TLS stream's handshake is done: it carries frames now (a plain stream never calls this:
+  /// it is ready when made).
+  virtual void on_stream_established() = 0;
 
  protected:
   ~StreamOwner() = default;
@@ -36,8 +43,9 @@ class TcpStream final : public FdHandler {
   /// error.
   static constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 40;
 
+  /// `tls`: the connection's TLS state, its handshake not yet begun (null: plain TCP).
   TcpStream(ProgressEngine& engine, int fd, StreamOwner& owner, FrameRouter& router,
-            std::string name);
+            std::string name, std::unique_ptr<TlsSession> tls = nullptr);
   ~TcpStream();
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
@@ -66,11 +74,24 @@ class TcpStream final : public FdHandler {
   void hold();
   void handle(IncomingFrame::Event event);
   void update_interest();
+  /// TLS: runs the handshake on; once done, writes what waited and reads.
+  void advance_handshake();
+  bool handshaking() const { return tls_ && !tls_->established(); }
+  /// recv() or a TLS read: bytes read, 0 at the end of stream, -1 with errno (EPROTO: a TLS
+  /// failure, described by io_error()).
+  ssize_t receive(void* buf, size_t len);
+  /// sendmsg() or TLS writes of `iov` in order: bytes taken, or -1 with errno.
+  ssize_t transmit(const iovec* iov, int n_iov);
+  /// What failed, for `what` ("receive from ..."), after receive() or transmit() gave -1.
+  std::string io_error(const std::string& what, int err) const;
+  /// FIN after the last frame (and TLS's close_notify before it).
+  void half_close();
 
   ProgressEngine& engine_;
   int fd_;
   StreamOwner& owner_;
   std::string name_;
+  std::unique_ptr<TlsSession> tls_;
   bool dead_ = false;
 
   // ---- sending
@@ -85,6 +106,7 @@ class TcpStream final : public FdHandler {
   size_t rx_begin_ = 0, rx_end_ = 0;
   IncomingFrame in_;
   ProgressEngine::TimerId hold_timer_ = 0;
+  ProgressEngine::TimerId read_timer_ = 0;  // TLS: decrypted bytes are left after a read round
 };
 
 }  // namespace hcomm::transport::tcp
