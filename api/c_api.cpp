@@ -78,7 +78,7 @@ bool apply(const hcomm_config_t* c, Config* cfg) {
             "HCOMM_CONNECT_TIMEOUT_MS and HCOMM_TIMEOUT_MS (hcomm_config_init fills them)");
     return false;
   }
-  if (!valid_compression(c->compression) || c->comp_threshold > (size_t{1} << 30)) {
+  if (!valid_compression(raw_enum(c->compression)) || c->comp_threshold > (size_t{1} << 30)) {
     invalid(what,
             "compression must be one of HCOMM_COMPRESSION_* and comp_threshold at most 1G "
             "(hcomm_config_init fills both)");
@@ -138,7 +138,7 @@ const char* hcomm_status_string(hcomm_status_t status) {
 }
 
 size_t hcomm_datatype_size(hcomm_datatype_t dtype) {
-  const int v = static_cast<int>(dtype);
+  const int v = hcomm::api::c::raw_enum(dtype);
   if (v < 0 || v >= hcomm::kNumDataTypes) return 0;
   return hcomm::dtype_size(static_cast<hcomm::DataType>(v));
 }
@@ -200,8 +200,8 @@ hcomm_status_t hcomm_comm_set_compression(hcomm_comm_t comm, hcomm_compression_t
   return guarded(what, [&] {
     auto c = comm_of(what, comm);
     if (!c) return HCOMM_ERR_INVALID_ARG;
-    if (!valid_compression(mode))
-      return invalid(what, "mode " + std::to_string(static_cast<int>(mode)) +
+    if (!valid_compression(raw_enum(mode)))
+      return invalid(what, "mode " + std::to_string(raw_enum(mode)) +
                                " is none of HCOMM_COMPRESSION_NONE ... HCOMM_COMPRESSION_AUTO");
     c->set_compression(static_cast<Compression>(mode));
     return HCOMM_SUCCESS;

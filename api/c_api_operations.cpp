@@ -23,7 +23,7 @@ struct Reduction {
   ReduceOp op = ReduceOp::sum;
 };
 
-Reduction reduction_of(const char* what, hcomm_datatype_t dtype, hcomm_redop_t op) {
+Reduction reduction_of(const char* what, const hcomm_datatype_t& dtype, const hcomm_redop_t& op) {
   Reduction r;
   auto t = to_dtype(what, dtype);
   auto o = to_redop(what, op);
@@ -80,15 +80,16 @@ Expected<std::vector<hcomm::PointToPointOp>> batch_of(const char* what, const hc
   std::vector<hcomm::PointToPointOp> out;
   for (size_t i = 0; i < n; ++i) {
     const hcomm_p2p_op_t& c = ops[i];
-    if (c.kind != HCOMM_P2P_SEND && c.kind != HCOMM_P2P_RECV)
+    const int kind = raw_enum(c.kind);
+    if (kind != HCOMM_P2P_SEND && kind != HCOMM_P2P_RECV)
       return Status{HCOMM_ERR_INVALID_ARG, std::string(what) + ": ops[" + std::to_string(i) +
                                                "].kind is neither HCOMM_P2P_SEND nor "
                                                "HCOMM_P2P_RECV"};
     auto t = to_dtype(what, c.dtype);
     if (!t.ok()) return t.status();
     hcomm::PointToPointOp p;
-    p.kind = c.kind == HCOMM_P2P_SEND ? hcomm::PointToPointOp::Kind::send
-                                      : hcomm::PointToPointOp::Kind::recv;
+    p.kind = kind == HCOMM_P2P_SEND ? hcomm::PointToPointOp::Kind::send
+                                    : hcomm::PointToPointOp::Kind::recv;
     p.buf = c.buf;
     p.count = c.count;
     p.dtype = t.value();

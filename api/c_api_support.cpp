@@ -56,8 +56,8 @@ std::shared_ptr<Communicator> comm_of(const char* what, hcomm_comm_t h) {
   return object->comm;
 }
 
-Expected<DataType> to_dtype(const char* what, hcomm_datatype_t value) {
-  const int v = static_cast<int>(value);
+Expected<DataType> to_dtype(const char* what, const hcomm_datatype_t& value) {
+  const int v = raw_enum(value);
   if (v < 0 || v >= kNumDataTypes)
     return Status{HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid data type " +
                                              std::to_string(v) +
@@ -65,8 +65,8 @@ Expected<DataType> to_dtype(const char* what, hcomm_datatype_t value) {
   return static_cast<DataType>(v);
 }
 
-Expected<ReduceOp> to_redop(const char* what, hcomm_redop_t value) {
-  const int v = static_cast<int>(value);
+Expected<ReduceOp> to_redop(const char* what, const hcomm_redop_t& value) {
+  const int v = raw_enum(value);
   if (v < 0 || v >= kNumReduceOps)
     return Status{HCOMM_ERR_INVALID_ARG, std::string(what) + ": invalid reduce op " +
                                              std::to_string(v) + " (use an hcomm_redop_t value)"};

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,17 @@ struct MemoryObject {
   void* addr = nullptr;
   size_t size = 0;
 };
+
+/// The int a C caller passed as one of the API's enums, read as its bytes: callers may pass any
+/// int (a value outside the enum is to be rejected), and loading one outside the enum's range
+/// as the enum type is undefined in C++. So the enums travel by reference until read here.
+template <class Enum>
+int raw_enum(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "the C enums are int-sized");
+  int raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
 
 /// The next handle number of any kind (odd, so no handle equals a small integer or a pointer).
 uintptr_t next_handle_number();
@@ -109,8 +121,8 @@ hcomm_status_t guarded(const char* what, Body&& body) noexcept {
 /// The communicator behind `h`, or null after reporting why there is none.
 std::shared_ptr<Communicator> comm_of(const char* what, hcomm_comm_t h);
 /// The C value as a C++ one; HCOMM_ERR_INVALID_ARG when it is outside its enum.
-Expected<DataType> to_dtype(const char* what, hcomm_datatype_t value);
-Expected<ReduceOp> to_redop(const char* what, hcomm_redop_t value);
+Expected<DataType> to_dtype(const char* what, const hcomm_datatype_t& value);
+Expected<ReduceOp> to_redop(const char* what, const hcomm_redop_t& value);
 
 /// A blocking call: `body(Communicator&)` returns the Status to report.
 template <class Body>

@@ -243,15 +243,19 @@ void maybe_finish(Scheduler self) {
       if (st.g.owner(j) == st.rank)
         mine = tile_grid::fnv1a(mine, tile_at(st, st.g.stages, i, j),
                                 st.g.tile_floats() * sizeof(float));
-  auto send = std::make_shared<uint64_t>(mine);
-  auto all = std::make_shared<std::vector<uint64_t>>(st.g.ranks);
+  // Both buffers live until the reply: the handler below owns them.
+  struct Digests {
+    uint64_t mine;
+    std::vector<uint64_t> all;
+  };
+  auto d = std::make_shared<Digests>(Digests{mine, std::vector<uint64_t>(st.g.ranks)});
   self->request(st.comm, kDeadline,
-                ha::allgather_request{send.get(), all->data(), 1, hcomm::DataType::int64})
+                ha::allgather_request{&d->mine, d->all.data(), 1, hcomm::DataType::int64})
       .then(
           [=](const ha::op_done&) {
             if (self->state.finished) return;
             self->state.finished = true;
-            self->state.done->set_value(Outcome{true, "", *all});
+            self->state.done->set_value(Outcome{true, "", d->all});
           },
           [=](const caf::error& e) { fail(self, "allgather: " + ha::status_of(e).to_string()); });
 }

@@ -22,10 +22,14 @@ for run in "${runs[@]}"; do
       configure build-asan address,undefined
       cmake --build build-asan -j2
       # Leaks are checked too: memory hcomm allocated and never freed fails the process at exit.
+      # Two cases test the unmap monitor against glibc's allocator itself (its chunk header, and
+      # free() of a mapped chunk munmap()ing it); ASan's allocator has neither (it keeps freed
+      # memory in quarantine), so they run in the normal build only.
       ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=0 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitizers/ubsan.supp \
         LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
-        ctest --test-dir build-asan --output-on-failure --timeout 900 -L '^(unit|integration)$'
+        ctest --test-dir build-asan --output-on-failure --timeout 900 -L '^(unit|integration)$' \
+        -E 'unit/mr_cache(: a range the monitor cannot watch| \+ unmap monitor: free\(\) of an 8 MiB)'
       ;;
     tsan)
       configure build-tsan thread

@@ -37,7 +37,7 @@ class UnexpectedFrames {
     Status st = request->accept(header);
     if (st.ok()) {
       if (void* dst = request->destination()) {
-        std::memcpy(dst, payload.data(), payload.size());
+        if (!payload.empty()) std::memcpy(dst, payload.data(), payload.size());
       } else if (!payload.empty()) {
         request->on_piece(0, payload.data(), payload.size());
       }
