@@ -12,21 +12,14 @@
 #include <string>
 
 #include "core/auth_handshake.hpp"
+#include "tests/fuzz/fuzz_keys.hpp"
 
 using hcomm::core::AuthHandshake;
 using hcomm::core::JobKey;
+using hcomm::fuzz::check;
+using hcomm::fuzz::key;
 
 namespace {
-
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-
-std::shared_ptr<const JobKey> key(const char* secret) {
-  auto k = JobKey::from_secret(secret);
-  check(k.ok());
-  return k.value();
-}
 
 struct Input {
   const uint8_t* p;

@@ -21,13 +21,15 @@
 #include <string>
 
 #include "core/auth_handshake.hpp"
-#include "core/job_key.hpp"
 #include "tests/fuzz/fuzz_engine.hpp"
+#include "tests/fuzz/fuzz_keys.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
 using hcomm::core::AuthHandshake;
 using hcomm::core::JobKey;
+using hcomm::fuzz::check;
 using hcomm::fuzz::engine;
+using hcomm::fuzz::key;
 using hcomm::fuzz::on_engine;
 using hcomm::transport::ProgressEngine;
 using hcomm::transport::tcp::TcpListener;
@@ -36,16 +38,6 @@ namespace {
 
 constexpr uint64_t kCommUid = 0x5eed;
 constexpr int kWorldSize = 4;
-
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-
-std::shared_ptr<const JobKey> key(const char* secret) {
-  auto k = JobKey::from_secret(secret);
-  check(k.ok());
-  return k.value();
-}
 
 std::unique_ptr<TcpListener> listen(std::shared_ptr<const JobKey> k) {
   std::unique_ptr<TcpListener> listener;

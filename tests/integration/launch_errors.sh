@@ -45,16 +45,25 @@ named_by_all() {
   return $ok
 }
 
-# The three start together. When the second claimant of rank 1 arrives during the rendezvous,
-# every process fails there; when it arrives after the others made their communicator, it fails
-# at once and the others' communicator is aborted with its message (observe/): either way all
-# three fail naming both claimants.
+# duplicate_case together|late: ranks 0, 1 and 1 again. "together": the three start at once;
+# when the second claimant arrives during the rendezvous every process fails there, when it
+# arrives after the others made their communicator it fails at once and their communicator is
+# aborted with its message (observe/). "late": the second claimant starts only after the others
+# made their communicator (that second path, on purpose). Either way all three must fail
+# naming both claimants, within the connect deadline.
 duplicate_case() {
   local ok=0
   export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
   t0=$(date +%s.%N)
   start r0 0 2
   start r1a 1 2
+  if [ "$1" = late ]; then
+    for _ in $(seq 100); do
+      grep -q "^probe" "$dir/r0.log" && grep -q "^probe" "$dir/r1a.log" && break
+      sleep 0.05
+    done
+    grep -q "^probe" "$dir/r0.log" || { echo "  r0 and r1a did not make their communicator"; ok=1; }
+  fi
   start r1b 1 2
   finish r0 r1a r1b || ok=1
   t=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -62,35 +71,13 @@ duplicate_case() {
   (($(echo "$t < 12" | bc))) || { echo "  took ${t} s, past the connect deadline"; ok=1; }
   return $ok
 }
-# Once as it comes, once with the second claimant started after the others made their
-# communicator (the late path, on purpose).
-if duplicate_case 2>&1; then
-  echo "launch_errors: duplicate rank: all three failed after ${t} s"
-else
-  failed "duplicate rank: not every process named both claimants"
-fi
-late_case() {
-  local ok=0
-  export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
-  t0=$(date +%s.%N)
-  start r0 0 2
-  start r1a 1 2
-  for _ in $(seq 100); do
-    grep -q "^probe" "$dir/r0.log" && grep -q "^probe" "$dir/r1a.log" && break
-    sleep 0.05
-  done
-  grep -q "^probe" "$dir/r0.log" || { echo "  r0 and r1a did not make their communicator"; return 1; }
-  start r1b 1 2
-  finish r0 r1a r1b || ok=1
-  t=$(echo "$(date +%s.%N) - $t0" | bc)
-  named_by_all || ok=1
-  return $ok
-}
-if late_case 2>&1; then
-  echo "launch_errors: late duplicate: all three failed after ${t} s (the job aborted)"
-else
-  failed "late duplicate: not every process named both claimants"
-fi
+for how in together late; do
+  if duplicate_case "$how" 2>&1; then
+    echo "launch_errors: duplicate rank ($how): all three failed after ${t} s"
+  else
+    failed "duplicate rank ($how): not every process named both claimants"
+  fi
+done
 
 export HCOMM_ROOT_ADDR=127.0.0.1:$(free_port)
 t0=$(date +%s.%N)
