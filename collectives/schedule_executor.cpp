@@ -275,6 +275,13 @@ void ScheduleExecutor::RecvIo::on_piece(size_t offset, const void* data, size_t 
   if (in.codec != compression::Codec::none)
     return exec->codec_.on_piece(*run->op, st, in, offset, data, bytes);
   const size_t esize = dtype_size(run->op->dtype);
+  // A piece may start anywhere in a medium's buffer (after headers and odd-sized payloads); the
+  // kernels read whole elements, which C++ requires aligned: such a piece is copied first.
+  if (reinterpret_cast<uintptr_t>(data) % esize != 0) {
+    exec->aligned_piece_.resize((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(exec->aligned_piece_.data(), data, bytes);
+    data = exec->aligned_piece_.data();
+  }
   const compression::Codec lossy = forced_codec(run->op->compression);
   if (compression::is_lossy(lossy) && compression::applies_to(lossy, run->op->dtype))
     return reduce_rounded(lossy, st.dst + offset, st.src + offset, data, bytes / esize,

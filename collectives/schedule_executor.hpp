@@ -123,6 +123,7 @@ class ScheduleExecutor final : public transport::LinkObserver {
   std::function<void()> on_unexpected_;
   std::function<void(const TransferEvent&)> transfer_observer_;
   FrameCodec codec_{std::make_shared<CompressionPolicy>(std::vector<bool>(), 0, false)};
+  std::vector<uint64_t> aligned_piece_;  // a misaligned received piece, copied (RecvIo::on_piece)
 };
 
 }  // namespace hcomm::collectives
