@@ -17,6 +17,7 @@
 #include "core/auth_handshake.hpp"
 #include "core/job_key.hpp"
 #include "doctest/doctest.h"
+#include "tests/unit/raw_socket.hpp"
 
 using hcomm::Status;
 using hcomm::bootstrap::StoreClient;
@@ -54,16 +55,6 @@ void pump(AuthHandshake& a, AuthHandshake& b, size_t chunk) {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-int connect_raw(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(port);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  return fd;
 }
 
 /// Reads until the peer closes or `limit` passes; true when it closed.
@@ -187,12 +178,12 @@ TEST_CASE("a store without a key tells a keyed client why it is refused") {
 
 TEST_CASE("a keyed store closes a connection that sends garbage or nothing") {
   auto server = keyed_server(key_of("0123456789abcdef-the-job"), 300ms);
-  int garbage = connect_raw(server->port());
+  int garbage = hcomm_test::raw_connect(server->port());
   const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   CHECK(send(garbage, junk, sizeof(junk), 0) > 0);
   CHECK(closed_within(garbage, 2000ms));
   close(garbage);
-  int idle = connect_raw(server->port());
+  int idle = hcomm_test::raw_connect(server->port());
   CHECK(closed_within(idle, 2000ms));
   close(idle);
 }
@@ -202,11 +193,11 @@ TEST_CASE("a store without a key still closes a client that never says HELLO") {
   o.greeting_timeout = 300ms;
   auto server = StoreServer::start("127.0.0.1", 0, o);
   REQUIRE(server.ok());
-  int idle = connect_raw(server.value()->port());
+  int idle = hcomm_test::raw_connect(server.value()->port());
   CHECK(closed_within(idle, 2000ms));
   close(idle);
   // A HELLO frame that claims a huge length is refused before it arrives.
-  int big = connect_raw(server.value()->port());
+  int big = hcomm_test::raw_connect(server.value()->port());
   const uint8_t frame[] = {0x10, 0, 0, 0, 0};
   CHECK(send(big, frame, sizeof(frame), 0) > 0);
   CHECK(closed_within(big, 2000ms));

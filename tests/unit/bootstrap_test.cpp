@@ -22,6 +22,7 @@
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
 #include "hcomm/config.hpp"
+#include "tests/unit/raw_socket.hpp"
 
 using namespace hcomm;             // NOLINT
 using namespace hcomm::bootstrap;  // NOLINT
@@ -130,17 +131,6 @@ std::unique_ptr<StoreClient> connect_client(uint16_t port) {
   auto client = StoreClient::connect("127.0.0.1", port, 5000ms);
   REQUIRE_MESSAGE(client.ok(), client.status().message());
   return std::move(*client);
-}
-
-/// A raw TCP connection to the server, for misbehaving clients.
-int raw_connect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(port);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  return fd;
 }
 
 }  // namespace
@@ -673,7 +663,7 @@ TEST_CASE("one SET wakes every client parked on the key") {
 
 TEST_CASE("a client speaking another protocol version is refused with a clear reply") {
   auto server = start_server();
-  int fd = raw_connect(server->port());
+  int fd = hcomm_test::raw_connect(server->port());
   std::string hello =
       store_wire::FrameWriter().u8(store_wire::kHello).u32(store_wire::kMagic).u32(99).take();
   CHECK(send(fd, hello.data(), hello.size(), 0) == static_cast<ssize_t>(hello.size()));
@@ -859,7 +849,7 @@ TEST_CASE("the server survives garbage, half frames and clients that vanish") {
   auto server = start_server();
   auto good = connect_client(server->port());
 
-  int http = raw_connect(server->port());
+  int http = hcomm_test::raw_connect(server->port());
   const char request[] = "GET / HTTP/1.0\r\n\r\n";
   CHECK(send(http, request, sizeof(request) - 1, 0) > 0);
   char buf[16];
@@ -867,7 +857,7 @@ TEST_CASE("the server survives garbage, half frames and clients that vanish") {
   close(http);
 
   // A HELLO, then the first bytes of a SET, then gone.
-  int half = raw_connect(server->port());
+  int half = hcomm_test::raw_connect(server->port());
   hcomm::bootstrap::store_wire::FrameWriter hello;
   hello.u8(store_wire::kHello).u32(store_wire::kMagic).u32(store_wire::kVersion);
   std::string frame = hello.take();
@@ -881,7 +871,7 @@ TEST_CASE("the server survives garbage, half frames and clients that vanish") {
     std::thread t([&] { (void)leaving->get("nobody", 100ms); });
     t.join();
   }
-  int parked = raw_connect(server->port());
+  int parked = hcomm_test::raw_connect(server->port());
   std::string req = store_wire::FrameWriter()
                         .u8(store_wire::kHello)
                         .u32(store_wire::kMagic)
