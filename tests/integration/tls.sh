@@ -52,7 +52,9 @@ make_ca ca && make_cert rank ca && make_ca other-ca && make_cert rogue other-ca 
   fail "openssl could not make the test certificates"
 
 # job CASE ENV RANK1_ENV COMMAND...: the 2-rank job under a capture; sets rc, log, hits, bytes.
-# Both ranks run COMMAND under `env ENV`, rank 1 under `env ENV RANK1_ENV`.
+# Both ranks run COMMAND under `env ENV`, rank 1 under `env ENV RANK1_ENV`. $launch_opts go to
+# hcomm-run (the refused cases pass --keep-going: each rank then fails on its own, and its own
+# reason is in the log, however soon the other one gave up).
 job() {
   local case=$1 both=$2 rank1=$3
   shift 3
@@ -67,7 +69,7 @@ job() {
   done
   [ -f "$dir/stop.ready" ] || fail "$case: the capture did not start"
   # shellcheck disable=SC2016 # expanded by the rank's shell
-  "$run" -n 2 --timeout 60 "$dir/rank.sh" bash -c \
+  "$run" -n 2 --timeout 60 ${launch_opts:-} "$dir/rank.sh" bash -c \
     'e=$0; [ "$HCOMM_RANK" = 1 ] && e="$e $1"; shift; exec env $e "$@"' \
     "$both" "$rank1" "$@" > "$log" 2>&1
   rc=$?
@@ -101,15 +103,16 @@ results_right certificates
 grep -q "TCP links are encrypted with TLS 1.3 (keys: certificates)" "$log" ||
   fail "certificates: no rank said its links are encrypted with certificates"
 
+launch_opts=--keep-going
 job wrong-ca "$certs HCOMM_TLS_CERT_FILE=$dir/rank.pem HCOMM_TLS_KEY_FILE=$dir/rank.key" \
   "HCOMM_TLS_CERT_FILE=$dir/rogue.pem HCOMM_TLS_KEY_FILE=$dir/rogue.key" "$prog" 1
 [ "$rc" -ne 0 ] || fail "wrong-ca: a rank with another CA's certificate joined"
-# Rank 0 refuses the certificate; rank 1 hears its alert (it may be stopped by the launcher
-# before its own creation gives up, so its log line, not its exit, is checked).
+# Rank 0 refuses the certificate; rank 1 hears its alert and gives up too.
 grep -q '^\[0\] CREATE FAILED.*TLS handshake with .* failed.*certificate verify failed' "$log" ||
   fail "wrong-ca: rank 0 did not name the refused certificate"
 grep -q '^\[1\] .*TLS handshake with .* failed' "$log" ||
   fail "wrong-ca: rank 1 did not name the failed TLS handshake"
+grep -q '^\[1\] CREATE FAILED' "$log" || fail "wrong-ca: rank 1 did not fail its creation"
 grep -m1 'CREATE FAILED' "$log" | sed 's/^/  /'
 
 job mismatch "HCOMM_TLS=1" "HCOMM_TLS=0" "$prog" 1
