@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "compression/half_float.hpp"
+#include "core/cpu_features.hpp"
 
 // Structure: a Codec says how an element is stored and which type the op computes in; an Op
 // combines two values in place (acc = acc op x). Ops are templates over the value type so one
@@ -308,12 +309,7 @@ HCOMM_AVX2_TARGET void f16c_map(void* buf, size_t n, F f) {
 
 /// AVX2 and F16C together (every x86 CPU with AVX2 has F16C; the check is for virtual machines).
 Isa cpu_isa() {
-  static const Isa isa = [] {
-    __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    return avx2 ? Isa::avx2 : Isa::baseline;
-  }();
-  return isa;
+  return core::cpu_has_avx2_f16c() ? Isa::avx2 : Isa::baseline;
 }
 
 // ---- Dispatch: once per call --------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compression/half_float.hpp"
+#include "core/cpu_features.hpp"
 
 namespace hcomm::compression {
 namespace {
@@ -195,8 +196,7 @@ void decode_half(Codec codec, const uint16_t* in, size_t count, DataType dtype, 
 namespace internal {
 
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  return yes;
+  return core::cpu_has_avx2_f16c();
 }
 
 Codec encode_half_portable(Codec codec, const void* src, size_t count, DataType dtype,

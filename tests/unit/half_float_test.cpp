@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include "core/cpu_features.hpp"
 #include "reference/elements.hpp"
 #include "tests/unit/facility.hpp"
 
@@ -64,8 +65,7 @@ bool same(double a, double b) {
 }
 
 bool cpu_has_f16c() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return hcomm::core::cpu_has_avx2_f16c();
 }
 
 __attribute__((target("avx,f16c"))) uint16_t f16c_float_to_half(float f) {
