@@ -117,8 +117,8 @@ void divide(qos_controller_actor::stateful_pointer<ControllerState> self) {
                                              [](const ClassDemand& d) { return d.active; })),
               demands.size());
     Runtime* rt = st.runtime;
-    rt->engine().post(
-        [rt, comm, priority, rate] { rt->send_gate().set_class(comm, priority, rate); });
+    const uint64_t id = comm;  // a structured binding cannot be captured (C++17)
+    rt->engine().post([rt, id, priority, rate] { rt->send_gate().set_class(id, priority, rate); });
   }
 }
 

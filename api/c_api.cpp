@@ -134,7 +134,10 @@ const char* hcomm_version(void) {
 }
 
 const char* hcomm_status_string(hcomm_status_t status) {
-  return hcomm::status_code_name(status);
+  // Read as the int the C caller passed (any int may arrive, not only an enumerator).
+  const int v = hcomm::api::c::raw_enum(status);
+  if (v < HCOMM_SUCCESS || v > HCOMM_ERR_INTERNAL) return "HCOMM_ERR_UNKNOWN";
+  return hcomm::status_code_name(static_cast<hcomm_status_t>(v));
 }
 
 size_t hcomm_datatype_size(hcomm_datatype_t dtype) {

@@ -219,8 +219,9 @@ void dispatch(Scheduler self) {
         st.ahead_names.push_back("(" + std::to_string(stage) + "," + std::to_string(i) + "," +
                                  std::to_string(j) + ")");
     }
+    const int before = stage - 1;  // a structured binding cannot be captured (C++17)
     auto at = [&](int y, int x) -> const float* {
-      return inside(st.g, y, x) ? tile_at(st, stage - 1, y, x) : nullptr;
+      return inside(st.g, y, x) ? tile_at(st, before, y, x) : nullptr;
     };
     Task t{stage,
            i,

@@ -115,7 +115,6 @@ class CommTrace {
   int64_t next_slow_ns_ = 0;
   int64_t next_sample_ns_ = 0;
   int64_t dumps_seen_ = 0;
-  uint64_t stall_seq_ = 0;  // the operation last reported stalled (by its enqueue time)
   int64_t stall_enqueued_ns_ = -1;
   int64_t next_stall_age_ns_ = 0;
   int64_t early_published_ns_ = -1;   // the operation whose state was published half way
