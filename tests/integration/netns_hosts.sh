@@ -124,7 +124,10 @@ echo "netns_hosts: (b) collective matrix, 4 ranks on 2 namespace hosts"
 start=$(date +%s)
 # The matrix itself checks that it ran on that layout: shm within a namespace, tcp across, rings
 # in the order 0 2 1 3 (at its start and at its end).
-HCOMM_SPIN_US=0 timeout 70 "$run" -n 4 --timeout 60 "$dir/rank.sh" nsenter "$matrix" \
+# Under a sanitizer (scripts/sanitize.sh sets HCOMM_TEST_TIME_SCALE) the matrix runs ~3x longer.
+scale=${HCOMM_TEST_TIME_SCALE:-1}
+HCOMM_SPIN_US=0 timeout $((70 * scale)) "$run" -n 4 --timeout $((60 * scale)) "$dir/rank.sh" \
+  nsenter "$matrix" \
   --expect-transport shm,tcp --expect-ring-order 0,2,1,3 > "$dir/matrix.log" 2>&1 \
   || { tail -n 40 "$dir/matrix.log"; fail "the collective matrix failed"; }
 grep -E '^\[[0-3]\] rank [0-3]: [0-9]+ checks, 0 failures' "$dir/matrix.log" | sed 's/^/  /'
