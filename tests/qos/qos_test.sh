@@ -111,11 +111,11 @@ case $name in
     ;;
   qos_cap_alone)
     qos_start "cap$$"
-    # As for the shares (above), a busy spell of the machine only ever slows a tenant: the link's
-    # rate is the best of its measurements, and a cap that misses is measured again (the link
-    # with it), up to $tries runs; the first within 40 +- 5 counts. The full share likewise: the
-    # best of up to $tries runs (seen once in CI: 89.7%, against 98-100% in reruns). A class
-    # hcomm over- or under-paces fails every run.
+    # As for the shares (above), a busy spell of the machine only ever slows a tenant: for the
+    # cap (an absolute rate, 40% of HCOMM_LINK_GBPS) the link's rate is the best of its
+    # measurements, and a cap that misses is measured again (the link with it), up to $tries
+    # runs; the first within 40 +- 5 counts. The full share likewise: the best of up to $tries
+    # runs. A class hcomm over- or under-paces fails every run.
     best_link=0
     for try in $(seq "$tries"); do
       qos_measure_link
@@ -126,16 +126,22 @@ case $name in
       [ "$(python3 -c "print(int(abs($pct40 - 40) <= 5))")" -eq 1 ] && break
       [ "$try" -lt "$tries" ] && echo "  max=40 alone: off its target, measured once more"
     done
+    # The full share is a fraction of what the link carried just before it, unpaced, in the
+    # same spell of the machine: a busy spell (seen in CI: three runs at 83, 72 and 60% of a link
+    # measured at 0.99 Gbit/s earlier) slows both alike, a class hcomm throttles only the one.
     pct100=0
     for try in $(seq "$tries"); do
+      qos_measure_link
       alone 100
       pct100=$(python3 -c "print(max($pct100, $pct))")
       [ "$(python3 -c "print(int($pct100 >= 90))")" -eq 1 ] && break
       [ "$try" -lt "$tries" ] && echo "  max=100 alone: under 90%, measured once more"
     done
+    link_gbps=$best_link
     ok40=$(python3 -c "print(int(abs($pct40 - 40) <= 5))")
     ok100=$(python3 -c "print(int($pct100 >= 90))")
-    echo "$name: alone on the link (percent of the measured $link_gbps Gbit/s):"
+    echo "$name: alone on the link (the cap: percent of the best link measurement," \
+      "$link_gbps Gbit/s; the full share: of the link measured just before it):"
     printf '  %-28s %8s %9s  %s\n' class target achieved verdict
     printf '  %-28s %8s %8s%%  %s\n' "min=0 max=40 priority=0" "40+-5%" "$pct40" \
       "$([ "$ok40" -eq 1 ] && echo PASS || echo FAIL)"
