@@ -20,7 +20,7 @@ two_hosts_start "qm$$"
 # the fallback link on the management network, which carries the class's marking too.
 # Bytes, not packets: how many packets carry a run's 50 MiB depends on how the sender's writes
 # coalesce (GSO), which changes with its speed (under a sanitizer, a quarter as many).
-count() {  # count DSCP: bytes counted so far in host A's output on the fabric with that DSCP
+count() {  # count DSCP: bytes counted so far leaving host A (not on lo) with that DSCP
   ip netns exec "$ns_a" nft list chain inet marks out |
     sed -n "s/.*ip dscp $1 counter packets [0-9]* bytes \([0-9]*\).*/\1/p"
 }
