@@ -173,7 +173,8 @@ CommTrace::Findings CommTrace::tick(int64_t now_ns) {
         out.dump_reason = "request";
         out.dump_detail = "another rank of communicator " + identity_.id + " saw a stall";
       }
-      if (!identity_.launch_error_key.empty() && !launch_error_seen_) {
+      // board_ok() drops the board when the store is gone (rank 0 exited first, say).
+      if (board_ && !identity_.launch_error_key.empty() && !launch_error_seen_) {
         auto posted = board_->read(identity_.launch_error_key);
         if (posted.ok()) {
           launch_error_seen_ = true;

@@ -1,5 +1,6 @@
 // observe/: the flight recorder's ring, the stall report's line, the settings' file names, the
-// progress record's encoding, the stats segment as hcomm-perf-mon sees it, the trace files.
+// progress record's encoding, the stats segment as hcomm-perf-mon sees it, the trace files, a
+// communicator's trace outliving its rendezvous store.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/store_server.hpp"
+#include "observe/comm_trace.hpp"
 #include "observe/flight_recorder.hpp"
 #include "observe/settings.hpp"
 #include "observe/stall_report.hpp"
@@ -190,4 +193,26 @@ TEST_CASE("profile_json and dump_json: the fields the tools read") {
   for (const char* key : {"\"format\":\"hcomm-flight-recorder\"", "\"reason\":\"signal\"",
                           "\"seq\":9", "\"state\":\"completed\"", "\"status\":\"ok\""})
     CHECK_MESSAGE(dump.find(key) != std::string::npos, key);
+}
+
+TEST_CASE("CommTrace: the store going away turns the progress board off, ticks go on") {
+  // Rank 0 hosts the store; when it exits first, the other ranks' observer threads go on ticking
+  // their communicators (until those are destroyed) and find the store gone.
+  auto server = bootstrap::StoreServer::start("127.0.0.1", 0);
+  REQUIRE_MESSAGE(server.ok(), server.status().message());
+  CommIdentity id;
+  id.id = "0123456789abcdef";
+  id.rank = 1;
+  id.size = 2;
+  id.root_addr = "127.0.0.1:" + std::to_string(server.value()->port());
+  id.launch_error_key = "launch/error";
+  Settings settings;
+  settings.stall_warn_ms = 10000;
+  CommTrace trace(id, settings, nullptr, nullptr);
+  const int64_t t0 = steady_ns();
+  CHECK(trace.tick(t0).launch_error.empty());
+  server.value().reset();
+  const int64_t second = 1000 * 1000 * 1000;
+  for (int i = 1; i <= 3; ++i) CHECK(trace.tick(t0 + i * 2 * second).launch_error.empty());
+  trace.request_dumps();  // no board: nothing to ask
 }
