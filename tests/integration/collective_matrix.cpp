@@ -22,6 +22,7 @@
 //   --expect-ring-order R0,R1,...    the topology-aware order of rings and chains;
 //   --expect-slot-board              allreduce, broadcast, reduce and allgather of 4 KiB on the
 //                                    slot board ("slot"), the large allreduces staged ("staged").
+// --chunks default|tiny|both (default both) runs only one of the two flavours.
 //
 // Output: the first failures with op/algo/count/dtype/op/root/in-place, a per-phase time on rank
 // 0, and "rank R: N checks, F failures" on every rank. Exits non-zero on any failure.
@@ -862,8 +863,15 @@ void compare_hashes(Env& e, Comm& world) {
           std::to_string(differing) + " results differ");
 }
 
-// Parses the --expect-* options into `x`; false (with a message) on anything else.
-bool parse_args(int argc, char** argv, Expect& x) {
+// Which chunk flavours run (--chunks): both unless told.
+struct Flavours {
+  bool default_chunks = true;
+  bool tiny_chunks = true;
+};
+
+// Parses the --expect-* options into `x` and --chunks into `f`; false (with a message) on
+// anything else.
+bool parse_args(int argc, char** argv, Expect& x, Flavours& f) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -881,11 +889,21 @@ bool parse_args(int argc, char** argv, Expect& x) {
       }
     } else if (arg == "--expect-slot-board") {
       x.slot_board = true;
+    } else if (arg == "--chunks" && has_value) {
+      const std::string v = argv[++i];
+      f.default_chunks = v == "default" || v == "both";
+      f.tiny_chunks = v == "tiny" || v == "both";
+      if (!f.default_chunks && !f.tiny_chunks) {
+        std::fprintf(stderr, "collective_matrix: --chunks '%s': expected default, tiny or both\n",
+                     v.c_str());
+        return false;
+      }
     } else {
       std::fprintf(stderr,
                    "collective_matrix: unknown argument '%s'\n"
                    "usage: collective_matrix [--expect-transport SAME[,OTHER]] "
-                   "[--expect-ring-order R0,R1,...] [--expect-slot-board]\n",
+                   "[--expect-ring-order R0,R1,...] [--expect-slot-board] "
+                   "[--chunks default|tiny|both]\n",
                    arg.c_str());
       return false;
     }
@@ -897,7 +915,8 @@ bool parse_args(int argc, char** argv, Expect& x) {
 
 int main(int argc, char** argv) {
   Expect expect;
-  if (!parse_args(argc, argv, expect)) return 2;
+  Flavours flavours;
+  if (!parse_args(argc, argv, expect, flavours)) return 2;
   auto env_cfg = hcomm::Config::from_env();
   if (!env_cfg) {
     std::fprintf(stderr, "%s\n", env_cfg.status().to_string().c_str());
@@ -935,6 +954,7 @@ int main(int argc, char** argv) {
 
   for (const AlgoSet& set : sets) {
     for (bool tiny : {false, true}) {
+      if (!(tiny ? flavours.tiny_chunks : flavours.default_chunks)) continue;
       const auto p0 = Clock::now();
       std::unique_ptr<Comm> own;
       Comm* cm = world.get();
