@@ -69,13 +69,14 @@ EncodedChannelMessage encode(const ChannelMessage& m, uint32_t comm_id) {
   assert(m.kind == ChannelMessage::Kind::ack || m.ranges.empty());
   assert(names_slot(m.kind) == (m.slot == kPrimary || m.slot == kFallback));
   assert(is_redial(m.kind) || (m.attempt == 0 && m.offer.empty()));
+  assert((m.kind == ChannelMessage::Kind::switched) == (m.switches != 0));
   EncodedChannelMessage out;
   FrameHeader& h = out.header;
   h.kind = static_cast<uint8_t>(FrameKind::channel);
   h.comm_id = comm_id;
   h.step = kChannelVersion << 16 | static_cast<uint32_t>(m.kind);
   h.chunk = names_slot(m.kind) ? static_cast<uint32_t>(m.slot) : 0;
-  h.op_seq = m.attempt;
+  h.op_seq = m.kind == ChannelMessage::Kind::switched ? m.switches : m.attempt;
   h.offset = m.cumulative;
   if (m.kind == ChannelMessage::Kind::ack) {
     out.payload.resize(m.ranges.size() * kRangeBytes);
@@ -118,7 +119,12 @@ Expected<ChannelMessage> decode(const FrameHeader& h, const std::string& payload
     m.offer = payload;
     return m;
   }
-  if (h.op_seq != 0) return malformed(name + " with attempt " + std::to_string(h.op_seq));
+  if (m.kind == ChannelMessage::Kind::switched) {
+    if (h.op_seq == 0) return malformed("switch numbered 0");
+    m.switches = h.op_seq;
+  } else if (h.op_seq != 0) {
+    return malformed(name + " with attempt " + std::to_string(h.op_seq));
+  }
   if (m.kind != ChannelMessage::Kind::ack) {
     if (!payload.empty())
       return malformed(name + " with " + std::to_string(payload.size()) + " payload bytes");

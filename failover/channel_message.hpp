@@ -7,7 +7,8 @@
 // - step: the kind (low 16 bits) and kChannelVersion (high 16 bits);
 // - offset: the sender's cumulative acknowledgement (every message acknowledges);
 // - chunk: the slot a switch or reconnection is about (0 for the others);
-// - op_seq: the reconnection attempt (0 for the others);
+// - op_seq: the reconnection attempt (redial_*), the sender's switch count (switched, from 1),
+//   0 for the others;
 // - payload: the acknowledged ranges above the cumulative point (ack: 16 bytes a range, first
 //   and last, host byte order like the header), or the sender's offer (redial request and
 //   reply); empty for the others.
@@ -27,7 +28,7 @@
 namespace hcomm::failover {
 
 /// Bumped whenever the layout above changes; a message of another version is rejected.
-constexpr uint32_t kChannelVersion = 1;
+constexpr uint32_t kChannelVersion = 2;
 /// The most ranges one acknowledgement carries (64 x 16 bytes fit a channel payload).
 constexpr size_t kMaxAckRanges = 64;
 
@@ -42,7 +43,7 @@ struct ChannelMessage {
   enum class Kind : uint16_t {
     heartbeat = 1,       ///< a sign of life on an idle link
     ack = 2,             ///< `ranges`: delivered frames above the cumulative point
-    switched = 3,        ///< the sender moved its traffic to `slot`
+    switched = 3,        ///< the sender moved its traffic to `slot`, its switch `switches`
     redial_request = 4,  ///< make `slot` again, attempt `attempt`; `offer`: the sender's half
     redial_reply = 5,    ///< the answer to a request of attempt `attempt`; `offer`: the replier's
   };
@@ -53,6 +54,9 @@ struct ChannelMessage {
   int slot = kNoSlot;
   /// redial_*: the attempt, numbered by the rank that asks; 0 for the others.
   uint64_t attempt = 0;
+  /// switched: how many switches the sender has made, this one included (a notice that arrives
+  /// after a later one, on a slower link, is stale); 0 for the others.
+  uint64_t switches = 0;
   /// ack: ascending, disjoint, at most kMaxAckRanges.
   std::vector<AckRange> ranges;
   /// redial_*: what the protocol's offer() returned ("" when it needs none).
@@ -71,7 +75,7 @@ EncodedChannelMessage encode(const ChannelMessage& message, uint32_t comm_id);
 
 /// The message of a FrameKind::channel frame, or HCOMM_ERR_TRANSPORT naming what is wrong: not
 /// a channel frame, another version, an unknown kind, a field a kind does not use set, a slot
-/// out of range, a payload of the wrong length, ranges not ascending or with first > last.
+/// out of range, a switch numbered 0, a payload of the wrong length, ranges not ascending or with first > last.
 Expected<ChannelMessage> decode(const transport::FrameHeader& header, const std::string& payload);
 
 /// "heartbeat", "ack", ...: for logs.

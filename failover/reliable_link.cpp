@@ -39,7 +39,13 @@ class ReliableLink::Tap final : public transport::LinkObserver {
     owner_.on_channel(slot_, header, payload);
   }
   void on_frame_stored(int, const transport::FrameHeader& header) override {
-    if (!retired) owner_.on_delivered(header.link_seq, header.flags);
+    if (retired) return;
+    owner_.on_delivered(header.link_seq, header.flags);
+    // Stored on a link that does not carry traffic (a standby's late frame, or the peer's first
+    // on the link it moved to): its receive may be posted on the active link. Stored on the
+    // active link while a standby is in the middle of frames: it may be one of those, whole.
+    if (owner_.active_ != slot_ || owner_.receiving_beside())
+      owner_.defer([o = &owner_, slot = slot_] { o->collect_stored(slot); });
   }
   void on_link_failed(int, const Status& status, bool graceful) override {
     if (retired) return;
@@ -244,6 +250,7 @@ void ReliableLink::retire(int slot) {
   grave->link = std::move(s.link);
   grave->tap = std::move(s.tap);
   s.state = SlotState::empty;
+  s.standby = false;
   if (s.attempt_timer != 0) scheduler_.cancel_timer(s.attempt_timer);
   s.attempt_timer = 0;
   s.attempt = 0;
@@ -251,6 +258,13 @@ void ReliableLink::retire(int slot) {
   // Not now: the link may be calling us from deep inside itself.
   graves_.push_back(std::move(grave));
   defer([this] { bury(); });
+  // A link beside the active one (a standby) may have held frames, receives it had matched and
+  // frames stored for receives: they go on on the active link now. (When the active link itself
+  // goes, the next activate() does the same.)
+  if (active_ != kNoSlot && error_.ok() && !closing_ && *alive_) {
+    replay(active_);
+    hand_over_stored();
+  }
 }
 
 void ReliableLink::bury() {

@@ -15,7 +15,12 @@
 // - on a fault (a link error, or no sign of life for HCOMM_KEEPALIVE_TIMEOUT_MS) traffic moves to
 //   the other link at once: the dead link is dropped, posted receives move over, every
 //   unacknowledged frame is sent again, and the peer is told (it follows the first frame it sees
-//   on the new link anyway).
+//   on the new link anyway);
+// - a switch away from a healthy link (a fail-back, or following the peer's switch) leaves it up,
+//   standing by: it goes on with heartbeats, delivers the frames and receives it holds, hands
+//   the frames that still arrive on it to their receives, and is the next fault's fallback at
+//   once. A link is dropped only when it fails (or the peer closes or remakes it); what it held
+//   then goes on on the active link.
 // What needs judgement — when to reconnect, when to move back, when the peer is lost — is the
 // link supervisor's (link_supervisor.hpp, run by an actor); this class reports ChannelEvents and
 // carries out SupervisorCommands. Engine thread only, like every Link.
@@ -125,6 +130,10 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
     std::unordered_set<RecvProxy*> recvs;  // posted on `link`, owned here
     uint64_t attempt = 0;                  // reconnection waiting for the peer's reply
     Scheduler::TimerId attempt_timer = 0;
+    // Up but not active: traffic moved off it while it was healthy. It stays up, with its
+    // heartbeats, as the next fault's fallback; sends in flight on it finish there, receives
+    // it had matched complete there, frames still arriving on it go to their receives.
+    bool standby = false;
     bool redialed = false;  // made by a reconnection (its coming up is news)
     bool proven = false;    // reported up: made at creation, or heard from since reconnected
     uint32_t heard_since_up = 0;
@@ -138,7 +147,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   /// word: at creation, or when no other link is up to agree over).
   void start_link(int slot, const std::string& peer_offer, bool redial, uint32_t generation);
   void on_slot_up(int slot, uint64_t epoch, const Status& status);
-  /// The slot's link is dropped: its requests move off it, the link is destroyed soon.
+  /// The slot's link is dropped: its requests move off it (onto the active link, when it is
+  /// another one), the link is destroyed soon.
   void retire(int slot);
   void bury();
   /// A new observer for the next link of `slot` (the one it replaces may still hold the old).
@@ -157,13 +167,30 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   void peer_closed(int slot, const Status& status);
   /// A link fault: drop it and move traffic to the other link (or wait with none).
   void fail_slot(int slot, const std::string& reason);
-  /// Moves traffic to `slot` (up): leaves the active link, tells the peer, replays, reposts.
+  /// Moves traffic to `slot` (up): leaves the active link standing by, tells the peer, replays,
+  /// reposts.
   /// `quiet`: the caller logged and recorded the switch already (or there is none to record).
   void activate(int slot, const std::string& reason, bool quiet);
   /// Sends every kept frame that no link holds again on `slot`, in order (activate()).
   void replay(int slot);
   /// Posts every receive that no link holds on `slot` (activate()).
   void repost(int slot);
+  /// `slot` is left behind, healthy: the receives it can give back move to the next link.
+  void stand_by(int slot);
+  /// Sends the frames `seqs` again on `slot` (the active one), those no link holds and the peer
+  /// has not acknowledged (a standby that failed with them in flight).
+  void resend(const std::vector<uint64_t>& seqs, int slot);
+  /// The frames stored in `slot`'s link are taken into stored_, and hand_over_stored().
+  void collect_stored(int slot);
+  /// Hands stored_ frames to the receives waiting for them: one posted on the active link is
+  /// taken back and handed its frame; one in the middle of its frame on a standby (the peer
+  /// left that link, the frame came whole again) retires the standby. Then posts again the
+  /// receives no link holds.
+  void hand_over_stored();
+  /// A standby is in the middle of frames (receives it matched).
+  bool receiving_beside() const {
+    return active_ != kNoSlot && !slots_[static_cast<size_t>(1 - active_)].recvs.empty();
+  }
   void follow_soon(int slot);
   void declare_lost(const std::string& reason);
   void report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason);
@@ -220,6 +247,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   Scheduler::TimerId tick_timer_ = 0;
   Scheduler::TimerId deadline_timer_ = 0;
   uint64_t next_attempt_ = 0;
+  uint64_t switches_ = 0;       // this side's switches, numbered in its notices
+  uint64_t peer_switches_ = 0;  // the highest the peer's notices numbered so far
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred tasks
   std::vector<std::unique_ptr<Grave>> graves_;
   struct HeldAbort {

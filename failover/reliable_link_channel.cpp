@@ -117,6 +117,9 @@ void ReliableLink::on_channel(int slot, const transport::FrameHeader& h,
   on_acknowledged(m.cumulative, m.ranges);
   switch (m.kind) {
     case ChannelMessage::Kind::switched:
+      // Followed only if no later switch of the peer's was heard of (on the other link).
+      if (m.switches <= peer_switches_) break;
+      peer_switches_ = m.switches;
       if (m.slot == slot && active_ != slot) follow_soon(slot);
       break;
     case ChannelMessage::Kind::redial_request:

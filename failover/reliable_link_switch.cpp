@@ -94,14 +94,12 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   if (!error_.ok() || closing_ || s.state != SlotState::up || active_ == slot) return;
   const int from = active_;
   const int before = last_active_;
-  if (from != kNoSlot) {
-    // The link left behind is dropped: frames still in it are sent again on the new one, and
-    // the supervisor makes it again (a fallback must be ready for the next fault).
-    retire(from);
-    report(ChannelEvent::Kind::down, from, kNoSlot, "traffic moved to " + slot_name(slot));
-  }
+  // The link left behind is healthy (a faulty one was retired before): it stays up, standing
+  // by for the next fault, and delivers what it holds.
+  if (from != kNoSlot) stand_by(from);
   active_ = slot;
   last_active_ = slot;
+  s.standby = false;
   if (!quiet && before != kNoSlot && before != slot) {
     const bool back = slot == kPrimary;
     if (back)
@@ -115,6 +113,7 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   ChannelMessage notice;
   notice.kind = ChannelMessage::Kind::switched;
   notice.slot = slot;
+  notice.switches = ++switches_;
   send_on(slot, std::move(notice));
   send_ack();
   for (auto& a : std::exchange(held_aborts_, {}))
@@ -126,9 +125,10 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
 }
 
 void ReliableLink::replay(int slot) {
-  // Every frame not acknowledged goes again, in order; the peer drops what it has. A send may
-  // fail this link on the spot (and switch again, from inside the call): each step looks the
-  // frame up anew and stops once the link is no longer the active one.
+  // Every frame not acknowledged goes again, in order, unless the link its last send went on is
+  // still up (that link delivers it); the peer drops what it has. A send may fail this link on
+  // the spot (and switch again, from inside the call): each step looks the frame up anew and
+  // stops once the link is no longer the active one.
   uint64_t frames = 0;
   uint64_t bytes = 0;
   std::vector<uint64_t> again;
@@ -140,6 +140,10 @@ void ReliableLink::replay(int slot) {
     if (active_ != slot) break;
     ReplayBuffer::Frame* f = replay_.find(seq);
     if (f == nullptr || f->acked || f->in_flight) continue;
+    if (f->last_slot >= 0) {
+      const Slot& on = slots_[static_cast<size_t>(f->last_slot)];
+      if (on.state == SlotState::up && on.epoch == f->last_epoch) continue;
+    }
     if (f->sent_once) {
       ++frames;
       bytes += f->header.length;
@@ -165,6 +169,63 @@ void ReliableLink::repost(int slot) {
     }
     post_pending(it->second.get(), slot);
   }
+}
+
+void ReliableLink::stand_by(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.standby = true;
+  // A receive the link has not matched yet moves to the next link; one it matched completes
+  // here (its frame is arriving on this link).
+  std::vector<RecvProxy*> recvs(s.recvs.begin(), s.recvs.end());
+  for (RecvProxy* p : recvs) {
+    if (!s.link->cancel_recv(p)) continue;
+    s.recvs.erase(p);
+    if (p->pending != nullptr) p->pending->proxy = nullptr;
+    delete p;
+  }
+}
+
+void ReliableLink::collect_stored(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (!s.link || s.state != SlotState::up) return;
+  for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
+  hand_over_stored();
+}
+
+void ReliableLink::hand_over_stored() {
+  if (active_ == kNoSlot) return;
+  // A receive posted on the active link whose frame is stored here instead is taken back from
+  // that link (it cannot have matched: its frame came whole on another one) and handed it;
+  // receives no link holds (a retired standby's) are posted again.
+  const int beside = 1 - active_;
+  if (!stored_.empty()) {
+    for (const RecvProxy* p : slots_[static_cast<size_t>(beside)].recvs) {
+      if (p->pending == nullptr || !stored_.contains(p->key)) continue;
+      // The standby cannot give the receive back in the middle of its frame, and the peer
+      // will not finish that frame there: the link goes (retire() comes back here after).
+      HCOMM_LOG(info, core::log::kNet, "rank %d: %s left: its frames came again on %s", peer(),
+                slot_name(beside).c_str(), slot_name(active_).c_str());
+      retire(beside);
+      report(ChannelEvent::Kind::down, beside, kNoSlot, "its frames came again on the other link");
+      return;
+    }
+  }
+  Slot& a = slots_[static_cast<size_t>(active_)];
+  std::vector<transport::RecvRequest*> users;
+  for (auto& [user, p] : pending_)
+    if (!stored_.empty() && p->proxy != nullptr && p->proxy->slot == active_ &&
+        stored_.contains(user->key))
+      users.push_back(user);
+  for (transport::RecvRequest* user : users) {
+    auto it = pending_.find(user);
+    if (it == pending_.end()) continue;
+    RecvProxy* proxy = it->second->proxy;
+    if (proxy == nullptr || proxy->slot != active_ || !a.link->cancel_recv(proxy)) continue;
+    a.recvs.erase(proxy);
+    delete proxy;
+    it->second->proxy = nullptr;
+  }
+  repost(active_);
 }
 
 void ReliableLink::follow_soon(int slot) {

@@ -33,6 +33,8 @@ void ReliableLink::transmit(ReplayBuffer::Frame& f, int slot) {
   s.sends.insert(p);
   f.in_flight = true;
   f.sent_once = true;
+  f.last_slot = slot;
+  f.last_epoch = s.epoch;
   s.last_sent = scheduler_.now();
   s.link->post_send(p);  // may call back at once
 }
@@ -152,9 +154,11 @@ bool ReliableLink::drop_duplicate(int slot, const transport::FrameHeader& h) {
     ack_when(receipts_.duplicate());  // the peer sent it again: it lacks the acknowledgement
     return true;
   }
-  // The peer sends here: it moved its traffic (its switch frame may come later).
-  if (slot != active_ && slots_[static_cast<size_t>(slot)].state == SlotState::up &&
-      active_ != kNoSlot)
+  // The peer sends here: it moved its traffic (its switch frame may come later). Not on a link
+  // this side left standing by: frames still arriving there were sent before the peer followed
+  // this side's switch (a move of the peer's own to it comes with its switch notice).
+  const Slot& s = slots_[static_cast<size_t>(slot)];
+  if (slot != active_ && s.state == SlotState::up && !s.standby && active_ != kNoSlot)
     follow_soon(slot);
   return false;
 }

@@ -47,6 +47,10 @@ class ReplayBuffer {
     bool in_flight = false;         ///< a link holds a send of it that has not completed
     bool acked = false;
     bool sent_once = false;  ///< handed to a link at least once (a later send is a replay)
+    /// The link its last send went on (slot and that slot's epoch; -1: none yet): while that
+    /// link is up it delivers the frame, which is not sent again on another.
+    int last_slot = -1;
+    uint64_t last_epoch = 0;
   };
 
   /// Numbers `request`'s frame (header.link_seq, from 1 up) and keeps it, as a copy or in place

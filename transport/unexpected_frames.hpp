@@ -48,6 +48,7 @@ class UnexpectedFrames {
 
   void clear() { frames_.clear(); }
   bool contains(const MatchKey& key) const { return frames_.count(key) != 0; }
+  bool empty() const { return frames_.empty(); }
 
   /// Every stored frame, handed over (a failover moves them off a link that is going away).
   std::vector<std::pair<FrameHeader, Payload>> take_all() {

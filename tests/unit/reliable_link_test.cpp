@@ -701,19 +701,24 @@ TEST_CASE("ReliableLink: a fail-back while the fallback's replay is under way lo
   h.link(0).command({SupervisorCommand::Kind::activate, kPrimary, epoch, "fail-back"});
   for (const auto& f : on_the_way) h.net.link(kFallback, 1)->arrive(f);
   h.pump();
+  for (size_t i = 0; i < 5; ++i) check_delivered(*recvs[i], *sends[i]);
+  // The fallback stands by, healthy: what it holds arrives on it, nothing goes again.
+  h.net.hold(kFallback, 0, false);
+  h.net.hold(kFallback, 1, false);
+  h.pump();
 
   for (size_t i = 0; i < n; ++i) {
     CAPTURE(i);
     check_delivered(*recvs[i], *sends[i]);
     check_sent(*sends[i]);
   }
-  // The five not acknowledged went again on the primary; the two that had come on the fallback
-  // meanwhile were dropped there.
-  CHECK(h.stats(0).frames_replayed == n + 5);
-  CHECK(h.net.data_carried(kPrimary, 0) == 5);
-  CHECK(h.stats(1).duplicates_dropped == 2);
+  CHECK(h.stats(0).frames_replayed == n);
+  CHECK(h.net.data_carried(kPrimary, 0) == 0);
+  CHECK(h.net.data_carried(kFallback, 0) == n - 2);  // and the two on their way
+  CHECK(h.stats(1).duplicates_dropped == 0);
   CHECK(h.stats(0).failbacks == 1);
   CHECK(h.rank[1].listener.last(ChannelEvent::Kind::switched, kPrimary) != nullptr);
+  CHECK(h.net.protocol(kFallback).made == 2);  // neither rank made its fallback again
 
   // And later traffic takes the primary.
   Recv r(100, 3000, true);
@@ -726,6 +731,102 @@ TEST_CASE("ReliableLink: a fail-back while the fallback's replay is under way lo
   CHECK(h.net.data_carried(kPrimary, 0) == before + 1);
   CHECK_FALSE(h.rank[0].executor.failed);
   CHECK_FALSE(h.rank[1].executor.failed);
+}
+
+namespace {
+
+/// The primary fails, both ranks move to the fallback, and the primary is made again until it
+/// counts as up; returns its epoch (for the fail-back command).
+uint64_t fail_over_and_remake(Harness& h) {
+  h.net.fail(kPrimary);
+  h.pump();
+  h.link(0).command({SupervisorCommand::Kind::redial, kPrimary, 0, ""});
+  h.advance(600ms);
+  const ChannelEvent* up = h.rank[0].listener.last(ChannelEvent::Kind::up, kPrimary);
+  REQUIRE(up != nullptr);
+  return up->epoch;
+}
+
+}  // namespace
+
+TEST_CASE("ReliableLink: after a fail-back the fallback stands by: the next fault finds it up") {
+  Harness h;
+  for (int round = 1; round <= 3; ++round) {
+    CAPTURE(round);
+    const uint64_t epoch = fail_over_and_remake(h);
+    h.link(0).command({SupervisorCommand::Kind::activate, kPrimary, epoch, "fail-back"});
+    h.pump();
+    REQUIRE(h.rank[1].listener.last(ChannelEvent::Kind::switched, kPrimary) != nullptr);
+
+    // Traffic is on the primary, and a fault of it right away moves traffic to the fallback
+    // at once: still the link made at creation, not a reconnection.
+    Recv r1(10 * round, 3000, true), r2(10 * round + 1, 40000, false);
+    Send s1(10 * round, 3000), s2(10 * round + 1, 40000);
+    h.link(1).post_recv(&r1);
+    h.link(1).post_recv(&r2);
+    h.net.hold(kPrimary, 0);
+    h.link(0).post_send(&s1);
+    h.link(0).post_send(&s2);
+    h.pump();
+    const size_t switches = h.rank[0].listener.events.size();
+    h.net.fail(kPrimary);
+    h.pump();
+    h.net.hold(kPrimary, 0, false);
+    check_delivered(r1, s1);
+    check_delivered(r2, s2);
+    check_sent(s1);
+    check_sent(s2);
+    bool waited = false;  // a switch to no link: operations would wait
+    for (size_t i = switches; i < h.rank[0].listener.events.size(); ++i) {
+      const ChannelEvent& e = h.rank[0].listener.events[i];
+      waited |= e.kind == ChannelEvent::Kind::switched && e.slot == hcomm::failover::kNoSlot;
+    }
+    CHECK_FALSE(waited);
+    CHECK(h.rank[0].listener.last(ChannelEvent::Kind::switched, kFallback) != nullptr);
+    CHECK(h.net.protocol(kFallback).made == 2);
+  }
+  CHECK(h.stats(0).failbacks == 3);
+  CHECK(h.stats(1).duplicates_dropped == 0);
+  CHECK_FALSE(h.rank[0].executor.failed);
+  CHECK_FALSE(h.rank[1].executor.failed);
+}
+
+TEST_CASE("ReliableLink: frames still coming on a standby reach their receives, no switch back") {
+  // Rank 0 fails back; rank 1 sends on the fallback before it hears of it. Rank 0 has moved its
+  // receives to the primary: the late frames, stored on the standby, are handed to them.
+  Harness h;
+  const uint64_t epoch = fail_over_and_remake(h);
+  Recv r1(1, 500, false), r2(2, 20000, true), r3(3, 7000, false);
+  Send s1(1, 500), s2(2, 20000), s3(3, 7000);
+  h.link(0).post_recv(&r1);
+  h.link(0).post_recv(&r2);
+  h.link(0).post_recv(&r3);
+  h.net.hold(kFallback, 1);
+  h.link(1).post_send(&s1);
+  h.link(1).post_send(&s2);
+  h.pump();
+  h.net.hold(kPrimary, 0);  // rank 0's switch notice waits
+  const uint64_t failovers = h.stats(0).failovers;
+  h.link(0).command({SupervisorCommand::Kind::activate, kPrimary, epoch, "fail-back"});
+  h.pump();
+  h.net.deliver(kFallback, 1);  // the two sent before rank 1 heard
+  h.pump();
+  check_delivered(r1, s1);
+  check_delivered(r2, s2);
+  h.net.hold(kPrimary, 0, false);
+  h.net.hold(kFallback, 1, false);
+  h.pump();
+  h.link(1).post_send(&s3);  // after rank 1 followed
+  h.pump();
+  check_delivered(r3, s3);
+  for (const Send* s : {&s1, &s2, &s3}) check_sent(*s);
+  CHECK(h.net.data_carried(kFallback, 1) == 2);
+  CHECK(h.net.data_carried(kPrimary, 1) == 1);
+  // Rank 0 did not follow the late frames back to the fallback.
+  CHECK(h.stats(0).failovers == failovers);
+  CHECK(h.stats(0).failbacks == 1);
+  CHECK(h.stats(1).duplicates_dropped == 0);
+  CHECK(h.stats(0).duplicates_dropped == 0);
 }
 
 // ---- the pieces alone
@@ -825,6 +926,7 @@ TEST_CASE("channel messages: every kind survives encode and decode") {
     sw.kind = ChannelMessage::Kind::switched;
     sw.slot = slot;
     sw.cumulative = 3;
+    sw.switches = 5 + static_cast<uint64_t>(slot);
     all.push_back(sw);
   }
   for (auto kind : {ChannelMessage::Kind::redial_request, ChannelMessage::Kind::redial_reply}) {
@@ -850,6 +952,7 @@ TEST_CASE("channel messages: every kind survives encode and decode") {
     CHECK(d->cumulative == m.cumulative);
     CHECK(d->slot == m.slot);
     CHECK(d->attempt == m.attempt);
+    CHECK(d->switches == m.switches);
     CHECK(d->ranges == m.ranges);
     CHECK(d->offer == m.offer);
   }
@@ -860,6 +963,7 @@ TEST_CASE("channel messages: malformed ones are rejected with HCOMM_ERR_TRANSPOR
   ChannelMessage sw;
   sw.kind = ChannelMessage::Kind::switched;
   sw.slot = kFallback;
+  sw.switches = 1;
   ChannelMessage redial;
   redial.kind = ChannelMessage::Kind::redial_request;
   redial.slot = kPrimary;
@@ -877,7 +981,7 @@ TEST_CASE("channel messages: malformed ones are rejected with HCOMM_ERR_TRANSPOR
   with("a data frame", enc(ChannelMessage{}),
        [](auto& e) { e.header.kind = static_cast<uint8_t>(FrameKind::data); });
   with("version 0", enc(ChannelMessage{}), [](auto& e) { e.header.step &= 0xffff; });
-  with("version 2", enc(ChannelMessage{}), [](auto& e) { e.header.step += 1u << 16; });
+  with("the next version", enc(ChannelMessage{}), [](auto& e) { e.header.step += 1u << 16; });
   with("kind 0", enc(ChannelMessage{}), [](auto& e) { e.header.step &= ~0xffffu; });
   with("kind 6", enc(ChannelMessage{}), [](auto& e) { e.header.step += 5; });
   with("a heartbeat with a payload", enc(ChannelMessage{}), [](auto& e) { e.payload = "x"; });
@@ -905,6 +1009,7 @@ TEST_CASE("channel messages: malformed ones are rejected with HCOMM_ERR_TRANSPOR
   });
   with("a switch to slot 2", enc(sw), [](auto& e) { e.header.chunk = 2; });
   with("a switch with a payload", enc(sw), [](auto& e) { e.payload = "x"; });
+  with("a switch numbered 0", enc(sw), [](auto& e) { e.header.op_seq = 0; });
   with("a redial of slot 7", enc(redial), [](auto& e) { e.header.chunk = 7; });
   with("an offer past the channel payload limit", enc(redial),
        [](auto& e) { e.payload.assign(hcomm::transport::kMaxChannelPayload + 1, 'o'); });
