@@ -174,6 +174,9 @@ void ReliableLink::repost(int slot) {
 void ReliableLink::stand_by(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.standby = true;
+  // Frames that arrived whole before their receives were posted are for receives that will be
+  // posted on the next link.
+  for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
   // A receive the link has not matched yet moves to the next link; one it matched completes
   // here (its frame is arriving on this link).
   std::vector<RecvProxy*> recvs(s.recvs.begin(), s.recvs.end());

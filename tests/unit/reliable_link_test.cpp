@@ -791,6 +791,29 @@ TEST_CASE("ReliableLink: after a fail-back the fallback stands by: the next faul
   CHECK_FALSE(h.rank[1].executor.failed);
 }
 
+TEST_CASE("ReliableLink: a frame stored on the link left standing by reaches its later receive") {
+  // Rank 1 sends ahead on the fallback; the frame waits in rank 0's fallback for its receive,
+  // which is posted only after rank 0 has failed back to the primary.
+  Harness h;
+  const uint64_t epoch = fail_over_and_remake(h);
+  Send s1(1, 900), s2(2, 30000);
+  h.link(1).post_send(&s1);
+  h.link(1).post_send(&s2);
+  h.pump();
+  h.link(0).command({SupervisorCommand::Kind::activate, kPrimary, epoch, "fail-back"});
+  h.pump();
+  Recv r1(1, 900, false), r2(2, 30000, true);
+  h.link(0).post_recv(&r1);
+  h.link(0).post_recv(&r2);
+  h.pump();
+  check_delivered(r1, s1);
+  check_delivered(r2, s2);
+  check_sent(s1);
+  check_sent(s2);
+  CHECK(h.net.data_carried(kFallback, 1) == 2);
+  CHECK(h.stats(1).frames_replayed == 0);
+}
+
 TEST_CASE("ReliableLink: frames still coming on a standby reach their receives, no switch back") {
   // Rank 0 fails back; rank 1 sends on the fallback before it hears of it. Rank 0 has moved its
   // receives to the primary: the late frames, stored on the standby, are handed to them.
