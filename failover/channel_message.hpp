@@ -75,7 +75,8 @@ EncodedChannelMessage encode(const ChannelMessage& message, uint32_t comm_id);
 
 /// The message of a FrameKind::channel frame, or HCOMM_ERR_TRANSPORT naming what is wrong: not
 /// a channel frame, another version, an unknown kind, a field a kind does not use set, a slot
-/// out of range, a switch numbered 0, a payload of the wrong length, ranges not ascending or with first > last.
+/// out of range, a switch numbered 0, a payload of the wrong length, ranges not ascending or with
+/// first > last.
 Expected<ChannelMessage> decode(const transport::FrameHeader& header, const std::string& payload);
 
 /// "heartbeat", "ack", ...: for logs.
