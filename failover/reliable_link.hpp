@@ -171,15 +171,13 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   /// reposts.
   /// `quiet`: the caller logged and recorded the switch already (or there is none to record).
   void activate(int slot, const std::string& reason, bool quiet);
-  /// Sends every kept frame that no link holds again on `slot`, in order (activate()).
+  /// Sends every kept frame that no link holds again on `slot`, in order, but those whose last
+  /// send went on a link that is still up (activate(), and retire() of a standby).
   void replay(int slot);
   /// Posts every receive that no link holds on `slot` (activate()).
   void repost(int slot);
   /// `slot` is left behind, healthy: the receives it can give back move to the next link.
   void stand_by(int slot);
-  /// Sends the frames `seqs` again on `slot` (the active one), those no link holds and the peer
-  /// has not acknowledged (a standby that failed with them in flight).
-  void resend(const std::vector<uint64_t>& seqs, int slot);
   /// The frames stored in `slot`'s link are taken into stored_, and hand_over_stored().
   void collect_stored(int slot);
   /// Hands stored_ frames to the receives waiting for them: one posted on the active link is
