@@ -4,6 +4,8 @@
 #include "chaos/fault_plan.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -59,6 +61,71 @@ int rank_field(const std::string& what, const std::string& key, const std::strin
   return static_cast<int>(*v);
 }
 
+/// "IFACE" of "VALUE@IFACE" (and VALUE into `value`); a usage error when either is missing or
+/// IFACE is not a plain interface name.
+std::string interface_of(const std::string& what, const std::string& action, std::string& value) {
+  const size_t colon = action.find(':');
+  const size_t at = action.rfind('@');
+  if (at == std::string::npos || at <= colon + 1 || at + 1 == action.size())
+    usage_error(what + ": do='" + action + "': expected " + action.substr(0, colon) +
+                ":VALUE@INTERFACE");
+  value = action.substr(colon + 1, at - colon - 1);
+  const std::string iface = action.substr(at + 1);
+  const bool plain =
+      iface.size() < 16 && std::all_of(iface.begin(), iface.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      });
+  if (!plain) usage_error(what + ": '" + iface + "' is not a network interface name");
+  return iface;
+}
+
+/// loss:PERCENT@IFACE: nftables drops PERCENT of the packets in and out of IFACE at random
+/// (numgen random), in steps of 0.1%; the undo deletes the table.
+void make_loss(const std::string& what, const std::string& action, Fault& fault) {
+  std::string value;
+  const std::string iface = interface_of(what, action, value);
+  if (!value.empty() && value.back() == '%') value.pop_back();
+  const auto pct = core::parse_real(value);
+  if (!pct || *pct <= 0 || *pct > 100)
+    usage_error(what + ": loss '" + value + "' is not a percentage in (0, 100]");
+  const long per_mille = std::lround(*pct * 10);
+  std::string table = "hcomm_chaos_loss_" + iface;
+  std::replace_if(
+      table.begin(), table.end(), [](char c) { return c == '-' || c == '.'; }, '_');
+  std::string rules = "add table inet " + table + "; ";
+  for (const char* dir : {"input", "output"}) {
+    const std::string chain = std::string("add chain inet ") + table + " " + dir;
+    rules += chain + " { type filter hook " + dir + " priority 0; }; ";
+    rules += std::string("add rule inet ") + table + " " + dir + " " +
+             (dir[0] == 'i' ? "iifname" : "oifname") + " \"" + iface +
+             "\" numgen random mod 1000 < " + std::to_string(per_mille) + " drop; ";
+  }
+  fault.command = "nft '" + rules + "'";
+  fault.undo = "nft delete table inet " + table;
+}
+
+/// rate:RATE@IFACE: a tbf qdisc holds what leaves IFACE to RATE (tc's units: 100mbit, 1gbit,
+/// ...); the undo deletes it. Its burst is 10 ms at RATE, at least 64 KiB.
+void make_rate(const std::string& what, const std::string& action, Fault& fault) {
+  std::string value;
+  const std::string iface = interface_of(what, action, value);
+  size_t digits = 0;
+  while (digits < value.size() &&
+         (std::isdigit(static_cast<unsigned char>(value[digits])) || value[digits] == '.'))
+    ++digits;
+  const auto number = core::parse_real(value.substr(0, digits));
+  static const std::map<std::string, double> kUnits = {
+      {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}};
+  const auto unit = kUnits.find(value.substr(digits));
+  if (!number || *number <= 0 || unit == kUnits.end())
+    usage_error(what + ": rate '" + value + "' is not a rate such as 100mbit or 1gbit");
+  const double bits_per_s = *number * unit->second;
+  const long burst = std::max(65536L, std::lround(bits_per_s / 8 / 100));
+  fault.command = "tc qdisc replace dev " + iface + " root tbf rate " + value + " burst " +
+                  std::to_string(burst) + " latency 50ms";
+  fault.undo = "tc qdisc del dev " + iface + " root";
+}
+
 Fault parse_fault(const std::string& label, const std::string& spec) {
   const std::string what = "--fault " + label.substr(label.find(' ') + 1);
   Fields f = split_fields(what, spec, {"at", "do", "for", "undo", "rank"});
@@ -81,6 +148,14 @@ Fault parse_fault(const std::string& label, const std::string& spec) {
       if (fault.undo.empty()) usage_error(what + ": undo= needs a command");
       if (!fault.for_s) usage_error(what + ": undo= needs for= (when to run it)");
     }
+  } else if (action.rfind("loss:", 0) == 0 || action.rfind("rate:", 0) == 0) {
+    fault.kind = Fault::Kind::command;
+    if (action[0] == 'l')
+      make_loss(what, action, fault);
+    else
+      make_rate(what, action, fault);
+    if (f.count("undo")) usage_error(what + ": undo= is for cmd: (" + action + " ends by itself)");
+    if (!fault.for_s) usage_error(what + ": do=" + action + " needs for= (how long it lasts)");
   } else if (action.rfind("stop:", 0) == 0 || action.rfind("kill:", 0) == 0) {
     const bool stop = action[0] == 's';
     fault.kind = stop ? Fault::Kind::stop : Fault::Kind::kill;
@@ -91,7 +166,9 @@ Fault parse_fault(const std::string& label, const std::string& spec) {
     if (stop && !fault.for_s) fault.for_s = 1.0;
     if (!stop && fault.for_s) usage_error(what + ": a kill has no for=");
   } else {
-    usage_error(what + ": do='" + action + "': expected cmd:COMMAND, stop:RANK or kill:RANK");
+    usage_error(what + ": do='" + action +
+                "': expected cmd:COMMAND, loss:PERCENT@IFACE, rate:RATE@IFACE, stop:RANK or "
+                "kill:RANK");
   }
   return fault;
 }
