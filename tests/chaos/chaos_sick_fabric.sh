@@ -39,22 +39,22 @@ chaos "$dir/clean.log" || { cat "$dir/clean.log"; fail "the fault-free run faile
 digest=$(chaos_digest "$dir/clean.log") || exit 1
 echo "  digest $digest"
 
+# sick LOG FAULT: the workload under FAULT (a --fault spec), its digest and bounds checked.
+sick() {
+  chaos "$1" -i 2 --expect-digest "$digest" --max-op-ms 20000 --fault "$2"
+  local rc=$?
+  cat "$1"
+  [ "$rc" -eq 0 ] || fail "hcomm-chaos reported a failure under $2 (exit $rc): see above"
+}
+
 echo "$name: 2. 20% of host A's fabric packets dropped at random from 1 s to 4 s"
-chaos "$dir/loss.log" -i 2 --expect-digest "$digest" --max-op-ms 20000 \
-  --fault "at=1,do=loss:20@fabric,for=3"
-rc=$?
-cat "$dir/loss.log"
-[ "$rc" -eq 0 ] || fail "hcomm-chaos reported a failure under loss (exit $rc): see above"
+sick "$dir/loss.log" "at=1,do=loss:20@fabric,for=3"
 if ip netns exec "$ns_a" nft list tables | grep -q hcomm_chaos_loss; then
   fail "the loss table is still there"
 fi
 
 echo "$name: 3. host A's fabric egress held to 20 Mbit/s from 1 s to 4 s"
-chaos "$dir/rate.log" -i 2 --expect-digest "$digest" --max-op-ms 20000 \
-  --fault "at=1,do=rate:20mbit@fabric,for=3"
-rc=$?
-cat "$dir/rate.log"
-[ "$rc" -eq 0 ] || fail "hcomm-chaos reported a failure under the rate limit (exit $rc): see above"
+sick "$dir/rate.log" "at=1,do=rate:20mbit@fabric,for=3"
 if ip netns exec "$ns_a" tc qdisc show dev fabric | grep -q tbf; then
   fail "the tbf qdisc is still on host A's fabric"
 fi
