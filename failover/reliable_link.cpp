@@ -245,7 +245,7 @@ void ReliableLink::retire(int slot) {
     // the requests moved to the next link must not be touched by this one again.
     s.link->abandon();
     // Frames that arrived whole were acknowledged: they stay here, for receives posted later.
-    for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
+    keep_stored(*s.link);
   }
   grave->link = std::move(s.link);
   grave->tap = std::move(s.tap);
@@ -265,6 +265,10 @@ void ReliableLink::retire(int slot) {
     replay(active_);
     hand_over_stored();
   }
+}
+
+void ReliableLink::keep_stored(transport::Link& link) {
+  for (auto& [header, payload] : link.take_stored()) stored_.store(header, std::move(payload));
 }
 
 void ReliableLink::bury() {

@@ -150,6 +150,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   /// The slot's link is dropped: its requests move off it (onto the active link, when it is
   /// another one), the link is destroyed soon.
   void retire(int slot);
+  /// Takes the frames `link` stored (arrived whole, no receive yet) into stored_.
+  void keep_stored(transport::Link& link);
   void bury();
   /// A new observer for the next link of `slot` (the one it replaces may still hold the old).
   void renew_tap(int slot);

@@ -176,7 +176,7 @@ void ReliableLink::stand_by(int slot) {
   s.standby = true;
   // Frames that arrived whole before their receives were posted are for receives that will be
   // posted on the next link.
-  for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
+  keep_stored(*s.link);
   // A receive the link has not matched yet moves to the next link; one it matched completes
   // here (its frame is arriving on this link).
   std::vector<RecvProxy*> recvs(s.recvs.begin(), s.recvs.end());
@@ -191,7 +191,7 @@ void ReliableLink::stand_by(int slot) {
 void ReliableLink::collect_stored(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (!s.link || s.state != SlotState::up) return;
-  for (auto& [header, payload] : s.link->take_stored()) stored_.store(header, std::move(payload));
+  keep_stored(*s.link);
   hand_over_stored();
 }
 
@@ -215,10 +215,10 @@ void ReliableLink::hand_over_stored() {
   }
   Slot& a = slots_[static_cast<size_t>(active_)];
   std::vector<transport::RecvRequest*> users;
-  for (auto& [user, p] : pending_)
-    if (!stored_.empty() && p->proxy != nullptr && p->proxy->slot == active_ &&
-        stored_.contains(user->key))
-      users.push_back(user);
+  if (!stored_.empty())
+    for (auto& [user, p] : pending_)
+      if (p->proxy != nullptr && p->proxy->slot == active_ && stored_.contains(user->key))
+        users.push_back(user);
   for (transport::RecvRequest* user : users) {
     auto it = pending_.find(user);
     if (it == pending_.end()) continue;
