@@ -12,8 +12,10 @@
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/store_client.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 #include "dataplane/creation_phases.hpp"
 #include "dataplane/data_plane.hpp"
+#include "dataplane/peer_plan.hpp"
 #include "qos/host_board.hpp"
 #include "qos/link_capacity.hpp"
 #include "qos/marking.hpp"
@@ -57,6 +59,8 @@ std::map<int, failover::LinkSupervisor::Params> supervision(
     sp.coordinator = cfg.rank < p.rank;
     sp.primary_redials = p.protocol->can_redial();
     sp.failback_after = cfg.failback_after;
+    sp.gray_hold = cfg.gray_hold;
+    sp.multipath = dataplane::multipath_enabled(cfg);
     sp.peer_timeout = cfg.peer_timeout;
     sp.reconnect_min = cfg.reconnect_min;
     sp.reconnect_max = cfg.reconnect_max;
@@ -76,7 +80,8 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
 
   auto root = bootstrap::parse_host_port(cfg.root_addr);
   if (!root.ok()) return root.status();
-  auto local = bootstrap::pick_local_address(cfg.socket_ifname, root->host);
+  const auto ifnames = core::split_list(cfg.socket_ifname);
+  auto local = bootstrap::pick_local_address(ifnames.empty() ? "" : ifnames[0], root->host);
   if (!local.ok()) return local.status();
   auto key = core::JobKey::from_environment();
   if (!key.ok()) return key.status();

@@ -10,6 +10,7 @@
 #include "bootstrap/launch_env.hpp"
 #include "collectives/algorithm_choice.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 #include "hcomm/protocol.hpp"
 
 namespace hcomm {
@@ -275,6 +276,15 @@ const Binding kBindings[] = {
     HCOMM_FIELD(reconnect_max_ms, reconnect_max),
     HCOMM_FIELD(failback_ms, failback_after),
     {Var::failover_limit, "failover_limit", &set_failover_limit, &show_failover_limit},
+    HCOMM_FIELD(gray_window_ms, gray_window),
+    HCOMM_FIELD(gray_goodput_pct, gray_goodput_pct),
+    HCOMM_FIELD(gray_loss_pct, gray_loss_pct),
+    HCOMM_FIELD(gray_rtt_ms, gray_rtt),
+    HCOMM_FIELD(gray_hold_ms, gray_hold),
+    HCOMM_FIELD(probe_bytes, probe_bytes),
+    HCOMM_FIELD(probe_interval_ms, probe_interval),
+    HCOMM_FIELD(multipath, multipath),
+    HCOMM_FIELD(multipath_min_bytes, multipath_min_bytes),
     {Var::qos, "qos", &set_qos, &show_qos},
     HCOMM_FIELD(link_gbps, link_gbps),
     HCOMM_FIELD(fallback_link_gbps, fallback_link_gbps),
@@ -366,6 +376,10 @@ Expected<Config> Config::from_env() {
                    std::to_string(c.keepalive_timeout.count()) + ")");
   if (c.reconnect_max < c.reconnect_min)
     return invalid("HCOMM_RECONNECT_MAX_MS must be at least HCOMM_RECONNECT_MIN_MS");
+  if (const auto names = core::split_list(c.socket_ifname); names.size() > 2)
+    return invalid("HCOMM_SOCKET_IFNAME='" + c.socket_ifname + "' lists " +
+                   std::to_string(names.size()) +
+                   " interfaces: name one, or two (the primary links' and the fallback's)");
   return c;
 }
 

@@ -27,6 +27,7 @@ struct ScheduleExecutor::RecvIo final : transport::RecvRequest {
   void* destination() override;
   void on_piece(size_t offset, const void* data, size_t bytes) override;
   size_t piece_granularity() const override;
+  size_t expected_bytes() const override;
   void on_received(const Status& status) override;
 };
 
@@ -287,6 +288,10 @@ void ScheduleExecutor::RecvIo::on_piece(size_t offset, const void* data, size_t 
     return reduce_rounded(lossy, st.dst + offset, st.src + offset, data, bytes / esize,
                           run->op->dtype, run->op->redop);
   reduce(st.dst + offset, st.src + offset, data, bytes / esize, run->op->dtype, run->op->redop);
+}
+
+size_t ScheduleExecutor::RecvIo::expected_bytes() const {
+  return run->schedule.steps()[step].bytes;
 }
 
 size_t ScheduleExecutor::RecvIo::piece_granularity() const {

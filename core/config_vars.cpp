@@ -142,11 +142,31 @@ constexpr std::array<ConfigVar, kNumVars> kVars = {{
     millis(Var::reconnect_max_ms, "HCOMM_RECONNECT_MAX_MS", "2000", "reconnect_max",
            "longest backoff between reconnection attempts; at least HCOMM_RECONNECT_MIN_MS"),
     millis(Var::failback_ms, "HCOMM_FAILBACK_MS", "600", "failback_after",
-           "a reconnected primary carries heartbeats this long before traffic moves back"),
+           "a primary passes the data-path probe this long before traffic moves back"),
     spec(Var::failover_limit, "HCOMM_FAILOVER_LIMIT", "5/30",
          "R/T, at most R failovers (1..1000) within T seconds (1..86400), e.g. 5/30",
          "failover_limit",
          "more than R failovers within T seconds keep the peer on its fallback for good"),
+    millis(Var::gray_window_ms, "HCOMM_GRAY_WINDOW_MS", "300", "gray_window",
+           "the window over which a link's goodput and loss are judged"),
+    integer(Var::gray_goodput_pct, "HCOMM_GRAY_GOODPUT_PCT", "25", 0, 100, "gray_goodput_pct",
+            "sick below this % of its healthy goodput with frames waiting; 0: off"),
+    integer(Var::gray_loss_pct, "HCOMM_GRAY_LOSS_PCT", "10", 0, 100, "gray_loss_pct",
+            "sick when the medium resends this % of its packets; 0: off"),
+    entry(Var::gray_rtt_ms, "HCOMM_GRAY_RTT_MS", VarKind::duration, "100", 1, INT32_MAX, kZeroToo,
+          "", "gray_rtt", "sick when 5 idle round trips in a row take longer; 0: off"),
+    millis(Var::gray_hold_ms, "HCOMM_GRAY_HOLD_MS", "1000", "gray_hold",
+           "no fail-back to a link this soon after its gray failure (doubling)"),
+    entry(Var::probe_bytes, "HCOMM_PROBE_BYTES", VarKind::bytes, "1048576", 64 * 1024,
+          int64_t{64} << 20, 0, "a size from 64K to 64M", "probe_bytes",
+          "bytes a data-path probe round sends each way"),
+    millis(Var::probe_interval_ms, "HCOMM_PROBE_INTERVAL_MS", "100", "probe_interval",
+           "the pause between data-path probe rounds"),
+    enumeration(Var::multipath, "HCOMM_MULTIPATH", "auto", kMultipathModes, 0, "multipath",
+                "large frames on both links: auto (two HCOMM_SOCKET_IFNAME), on, off"),
+    entry(Var::multipath_min_bytes, "HCOMM_MULTIPATH_MIN_BYTES", VarKind::bytes, "1048576", 4096,
+          int64_t{1} << 30, 0, "a size from 4K to 1G", "multipath_min_bytes",
+          "frames at least this large are split between the links"),
     // ---- QoS
     spec(Var::qos, "HCOMM_QOS", "", "min=M,max=X,priority=P (any subset), e.g. min=30,max=70",
          "qos", "this communicator's traffic class; unset: min=0,max=100,priority=0"),
@@ -219,6 +239,10 @@ static_assert(same(kFailoverModes[static_cast<int>(FailoverMode::automatic)], "a
                   same(kFailoverModes[static_cast<int>(FailoverMode::on)], "on") &&
                   same(kFailoverModes[static_cast<int>(FailoverMode::off)], "off"),
               "kFailoverModes must name FailoverMode's values in its order");
+static_assert(same(kMultipathModes[static_cast<int>(MultipathMode::automatic)], "auto") &&
+                  same(kMultipathModes[static_cast<int>(MultipathMode::on)], "on") &&
+                  same(kMultipathModes[static_cast<int>(MultipathMode::off)], "off"),
+              "kMultipathModes must name MultipathMode's values in its order");
 static_assert(same(kCompressionModes[static_cast<int>(Compression::none)], "none") &&
                   same(kCompressionModes[static_cast<int>(Compression::fp16)], "fp16") &&
                   same(kCompressionModes[static_cast<int>(Compression::bf16)], "bf16") &&
@@ -362,6 +386,11 @@ namespace hcomm {
 const char* to_string(FailoverMode mode) {
   const auto i = static_cast<size_t>(mode);
   return i < std::size(core::kFailoverModes) ? core::kFailoverModes[i] : "?";
+}
+
+const char* to_string(MultipathMode mode) {
+  const auto i = static_cast<size_t>(mode);
+  return i < std::size(core::kMultipathModes) ? core::kMultipathModes[i] : "?";
 }
 
 const char* to_string(Compression mode) {

@@ -60,6 +60,15 @@ enum class Var : uint8_t {
   reconnect_max_ms,
   failback_ms,
   failover_limit,
+  gray_window_ms,
+  gray_goodput_pct,
+  gray_loss_pct,
+  gray_rtt_ms,
+  gray_hold_ms,
+  probe_bytes,
+  probe_interval_ms,
+  multipath,
+  multipath_min_bytes,
   qos,
   link_gbps,
   fallback_link_gbps,
@@ -99,7 +108,8 @@ enum class VarKind : uint8_t {
 };
 
 /// The names of the enumerations' values, in the order of the enum they stand for.
-inline constexpr const char* kFailoverModes[] = {"auto", "on", "off"};  // hcomm::FailoverMode
+inline constexpr const char* kFailoverModes[] = {"auto", "on", "off"};   // hcomm::FailoverMode
+inline constexpr const char* kMultipathModes[] = {"auto", "on", "off"};  // hcomm::MultipathMode
 inline constexpr const char* kCompressionModes[] = {"none",  "fp16", "bf16",
                                                     "delta", "zstd", "auto"};  // hcomm::Compression
 inline constexpr const char* kRdmaBufferModes[] = {"zero_copy", "dynamic",

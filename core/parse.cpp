@@ -46,6 +46,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::vector<std::string> split_list(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  while (true) {
+    const size_t end = text.find(separator);
+    const std::string_view item = trim(text.substr(0, end));
+    if (!item.empty()) items.emplace_back(item);
+    if (end == std::string_view::npos) return items;
+    text.remove_prefix(end + 1);
+  }
+}
+
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)

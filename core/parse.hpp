@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hcomm::core {
 
@@ -16,6 +17,9 @@ namespace hcomm::core {
 std::string_view trim(std::string_view s);
 /// Whether `a` and `b` are equal but for the case of ASCII letters.
 bool equals_ignoring_case(std::string_view a, std::string_view b);
+
+/// The items of a list separated by `separator` ("eth1,eth2"), each trimmed, empty ones left out.
+std::vector<std::string> split_list(std::string_view text, char separator = ',');
 
 /// A decimal whole number with an optional sign: "42", "-1". Spaces around it are allowed.
 std::optional<int64_t> parse_integer(std::string_view text);

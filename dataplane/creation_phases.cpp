@@ -10,6 +10,7 @@
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/store_rendezvous.hpp"
 #include "core/log.hpp"
+#include "dataplane/peer_plan.hpp"
 #include "qos/marking.hpp"
 #include "transport/protocol_registry.hpp"
 #include "transport/tcp/tcp_protocol.hpp"
@@ -123,15 +124,18 @@ Status CreationPhases::open_protocols() {
 
 Status CreationPhases::open_fallback() {
   // A TCP listener of its own, on HCOMM_FALLBACK_IFNAME's network when set (e.g. a management
-  // network that survives a fabric fault).
+  // network that survives a fabric fault), else on HCOMM_SOCKET_IFNAME's second interface.
   std::string ip = local_ip_;
-  if (!cfg_.fallback_ifname.empty()) {
+  const std::string ifname = fallback_interface(cfg_);
+  if (!ifname.empty()) {
     auto root = bootstrap::parse_host_port(cfg_.root_addr);
     if (!root.ok()) return root.status();
-    auto a = bootstrap::pick_local_address(cfg_.fallback_ifname, root->host);
+    auto a = bootstrap::pick_local_address(ifname, root->host);
     if (!a.ok())
-      return Status{a.status().code(),
-                    "HCOMM_FALLBACK_IFNAME=" + cfg_.fallback_ifname + ": " + a.status().message()};
+      return Status{a.status().code(), std::string(cfg_.fallback_ifname.empty()
+                                                       ? "HCOMM_SOCKET_IFNAME's second interface "
+                                                       : "HCOMM_FALLBACK_IFNAME=") +
+                                           ifname + ": " + a.status().message()};
     ip = a.value();
   }
   fallback_ = std::make_unique<transport::tcp::TcpProtocol>();

@@ -74,6 +74,15 @@ void DataPlane::connect_reliable(int peer, transport::ProgressEngine::Clock::tim
   rp.keepalive_timeout = cfg.keepalive_timeout;
   rp.phi_threshold = cfg.phi_threshold;
   rp.redial_timeout = std::max(std::chrono::milliseconds(1000), 3 * cfg.keepalive_timeout);
+  rp.gray.window = cfg.gray_window;
+  rp.gray.goodput_ratio = cfg.gray_goodput_pct / 100.0;
+  rp.gray.loss_ratio = cfg.gray_loss_pct / 100.0;
+  rp.gray.rtt_limit = cfg.gray_rtt;
+  rp.probe.bytes = cfg.probe_bytes;
+  rp.probe.interval = cfg.probe_interval;
+  rp.probe.timeout = std::max(cfg.keepalive_timeout, 4 * cfg.probe_interval);
+  rp.multipath = multipath_enabled(cfg);
+  rp.multipath_min_bytes = cfg.multipath_min_bytes;
   auto link = std::make_unique<failover::ReliableLink>(std::move(rp), *this, *this, recorder_);
   reliable_[i] = link.get();
   links_[i] = std::move(link);

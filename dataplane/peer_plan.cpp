@@ -1,6 +1,26 @@
 #include "dataplane/peer_plan.hpp"
 
+#include "core/parse.hpp"
+
 namespace hcomm::dataplane {
+
+std::string fallback_interface(const Config& cfg) {
+  if (!cfg.fallback_ifname.empty()) return cfg.fallback_ifname;
+  const auto names = core::split_list(cfg.socket_ifname);
+  return names.size() >= 2 ? names[1] : "";
+}
+
+bool multipath_enabled(const Config& cfg) {
+  switch (cfg.multipath) {
+    case MultipathMode::on:
+      return true;
+    case MultipathMode::off:
+      return false;
+    case MultipathMode::automatic:
+      return cfg.fallback_ifname.empty() && core::split_list(cfg.socket_ifname).size() >= 2;
+  }
+  return false;
+}
 
 Expected<std::vector<PeerPlan>> plan_peers(const Config& cfg, int my_rank,
                                            const std::vector<RankRecord>& records,

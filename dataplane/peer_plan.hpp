@@ -54,6 +54,13 @@ struct PeerPlan {
   bool self() const { return protocol == nullptr; }
 };
 
+/// The interface of the fallback links: HCOMM_FALLBACK_IFNAME, else HCOMM_SOCKET_IFNAME's second
+/// interface when it lists two; "" for the listening interface.
+std::string fallback_interface(const Config& cfg);
+/// Whether reliable channels split large frames between their two links (HCOMM_MULTIPATH:
+/// auto turns it on when the fallback is HCOMM_SOCKET_IFNAME's second fabric interface).
+bool multipath_enabled(const Config& cfg);
+
 /// Per rank, the most preferred of `protocols` (this rank's, most preferred first) that the rank
 /// opened too and that reaches it; whether a reliable channel protects it (both ranks have a
 /// fallback listener, i.e. `has_fallback` here, and the protocol's medium can fail on its own,

@@ -19,7 +19,7 @@ Status malformed(const std::string& what) {
 
 bool names_slot(ChannelMessage::Kind kind) {
   return kind == ChannelMessage::Kind::switched || kind == ChannelMessage::Kind::redial_request ||
-         kind == ChannelMessage::Kind::redial_reply;
+         kind == ChannelMessage::Kind::redial_reply || kind == ChannelMessage::Kind::admit;
 }
 
 bool is_redial(ChannelMessage::Kind kind) {
@@ -28,7 +28,7 @@ bool is_redial(ChannelMessage::Kind kind) {
 
 bool known(uint32_t kind) {
   return kind >= static_cast<uint32_t>(ChannelMessage::Kind::heartbeat) &&
-         kind <= static_cast<uint32_t>(ChannelMessage::Kind::redial_reply);
+         kind <= static_cast<uint32_t>(ChannelMessage::Kind::admit);
 }
 
 /// Ascending, disjoint, first <= last, at most kMaxAckRanges; empty when so.
@@ -60,6 +60,8 @@ const char* to_string(ChannelMessage::Kind kind) {
       return "redial request";
     case ChannelMessage::Kind::redial_reply:
       return "redial reply";
+    case ChannelMessage::Kind::admit:
+      return "admit";
   }
   return "unknown";
 }
@@ -78,6 +80,8 @@ EncodedChannelMessage encode(const ChannelMessage& m, uint32_t comm_id) {
   h.chunk = names_slot(m.kind) ? static_cast<uint32_t>(m.slot) : 0;
   h.op_seq = m.kind == ChannelMessage::Kind::switched ? m.switches : m.attempt;
   h.offset = m.cumulative;
+  h.op_bytes = m.stamp_us != 0 ? m.stamp_us : 1;
+  h.link_seq = m.echo_us;
   if (m.kind == ChannelMessage::Kind::ack) {
     out.payload.resize(m.ranges.size() * kRangeBytes);
     for (size_t i = 0; i < m.ranges.size(); ++i) {
@@ -103,9 +107,12 @@ Expected<ChannelMessage> decode(const FrameHeader& h, const std::string& payload
   if (payload.size() > transport::kMaxChannelPayload)
     return malformed(std::to_string(payload.size()) + " payload bytes, more than " +
                      std::to_string(transport::kMaxChannelPayload));
+  if (h.op_bytes == 0) return malformed("timestamp 0");
   ChannelMessage m;
   m.kind = static_cast<ChannelMessage::Kind>(kind);
   m.cumulative = h.offset;
+  m.stamp_us = h.op_bytes;
+  m.echo_us = h.link_seq;
   const std::string name = to_string(m.kind);
   if (names_slot(m.kind)) {
     if (h.chunk != static_cast<uint32_t>(kPrimary) && h.chunk != static_cast<uint32_t>(kFallback))

@@ -1,14 +1,18 @@
 // The reliable channel's own messages: what a ReliableLink tells the ReliableLink of its peer in
 // FrameKind::channel frames (heartbeats, acknowledgements, switch notices, reconnection
-// requests and replies), and how they are written into a frame and read back out of one.
+// requests and replies, admissions to the multi-path split), and how they are written into a
+// frame and read back out of one.
 //
 // On the wire a message is a frame header and a payload of at most transport::kMaxChannelPayload
 // bytes:
 // - step: the kind (low 16 bits) and kChannelVersion (high 16 bits);
 // - offset: the sender's cumulative acknowledgement (every message acknowledges);
-// - chunk: the slot a switch or reconnection is about (0 for the others);
+// - chunk: the slot a switch, reconnection or admission is about (0 for the others);
 // - op_seq: the reconnection attempt (redial_*), the sender's switch count (switched, from 1),
 //   0 for the others;
+// - op_bytes: the sender's timestamp (microseconds of its steady clock, never 0);
+// - link_seq: the last timestamp the sender received on this link, advanced by how long it held
+//   it (0: none yet), so that the receiver's clock minus it is a round trip;
 // - payload: the acknowledged ranges above the cumulative point (ack: 16 bytes a range, first
 //   and last, host byte order like the header), or the sender's offer (redial request and
 //   reply); empty for the others.
@@ -28,7 +32,7 @@
 namespace hcomm::failover {
 
 /// Bumped whenever the layout above changes; a message of another version is rejected.
-constexpr uint32_t kChannelVersion = 2;
+constexpr uint32_t kChannelVersion = 3;
 /// The most ranges one acknowledgement carries (64 x 16 bytes fit a channel payload).
 constexpr size_t kMaxAckRanges = 64;
 
@@ -46,11 +50,12 @@ struct ChannelMessage {
     switched = 3,        ///< the sender moved its traffic to `slot`, its switch `switches`
     redial_request = 4,  ///< make `slot` again, attempt `attempt`; `offer`: the sender's half
     redial_reply = 5,    ///< the answer to a request of attempt `attempt`; `offer`: the replier's
+    admit = 6,           ///< `slot` may carry a share of the large frames again (multi-path)
   };
   Kind kind = Kind::heartbeat;
   /// Every frame of the peer up to this one was delivered (DeliveryWindow::cumulative()).
   uint64_t cumulative = 0;
-  /// switched, redial_*: kPrimary or kFallback; kNoSlot for the others.
+  /// switched, redial_*, admit: kPrimary or kFallback; kNoSlot for the others.
   int slot = kNoSlot;
   /// redial_*: the attempt, numbered by the rank that asks; 0 for the others.
   uint64_t attempt = 0;
@@ -61,6 +66,11 @@ struct ChannelMessage {
   std::vector<AckRange> ranges;
   /// redial_*: what the protocol's offer() returned ("" when it needs none).
   std::string offer;
+  /// The sender's clock when it sent this, in microseconds (set by the sender; never 0 on the
+  /// wire: encode() writes 1 for 0).
+  uint64_t stamp_us = 0;
+  /// The last stamp_us the sender received on this link plus how long it held it; 0: none.
+  uint64_t echo_us = 0;
 };
 
 /// A message as a frame: send with Link::send_channel(header, payload).
@@ -75,8 +85,8 @@ EncodedChannelMessage encode(const ChannelMessage& message, uint32_t comm_id);
 
 /// The message of a FrameKind::channel frame, or HCOMM_ERR_TRANSPORT naming what is wrong: not
 /// a channel frame, another version, an unknown kind, a field a kind does not use set, a slot
-/// out of range, a switch numbered 0, a payload of the wrong length, ranges not ascending or with
-/// first > last.
+/// out of range, a switch numbered 0, a stamp of 0, a payload of the wrong length, ranges not
+/// ascending or with first > last.
 Expected<ChannelMessage> decode(const transport::FrameHeader& header, const std::string& payload);
 
 /// "heartbeat", "ack", ...: for logs.

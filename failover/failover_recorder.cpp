@@ -50,9 +50,27 @@ void FailoverRecorder::count_duplicate() {
   ++stats_.duplicates_dropped;
 }
 
+void FailoverRecorder::count_gray() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.gray_failures;
+}
+
+void FailoverRecorder::count_probe(bool passed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.probe_rounds;
+  if (passed) ++stats_.probes_passed;
+}
+
+void FailoverRecorder::publish_links(int peer, const std::array<LinkHealthInfo, 2>& links) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  links_[peer] = links;
+}
+
 FailoverStats FailoverRecorder::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  FailoverStats s = stats_;
+  for (const auto& [peer, two] : links_) s.links.insert(s.links.end(), two.begin(), two.end());
+  return s;
 }
 
 }  // namespace hcomm::failover

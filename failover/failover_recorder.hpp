@@ -4,8 +4,10 @@
 // (Communicator::on_link_event) hears of each event as it is recorded.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -24,12 +26,17 @@ class FailoverRecorder {
   void set_listener(std::function<void(const LinkEvent&)> listener);
   void count_replay(uint64_t frames, uint64_t bytes);
   void count_duplicate();
+  void count_gray();
+  void count_probe(bool passed);
+  /// The current health figures of `peer`'s two links (replacing the ones before).
+  void publish_links(int peer, const std::array<LinkHealthInfo, 2>& links);
   FailoverStats snapshot() const;
 
  private:
   mutable std::mutex mutex_;
   FailoverStats stats_;
-  std::function<void(const LinkEvent&)> listener_;  // under mutex_
+  std::map<int, std::array<LinkHealthInfo, 2>> links_;  // by peer
+  std::function<void(const LinkEvent&)> listener_;      // under mutex_
 };
 
 }  // namespace hcomm::failover

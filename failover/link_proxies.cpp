@@ -16,6 +16,9 @@ RecvProxy::RecvProxy(ProxyOwner& o, PendingReceive& p, int s) : owner(o), pendin
 
 Status RecvProxy::accept(const transport::FrameHeader& h) {
   if (stale || pending == nullptr) return {HCOMM_ERR_ABORTED, "the link was left behind"};
+  matched = true;
+  owner.on_proxy_matched(this);
+  if (stale || pending == nullptr) return {HCOMM_ERR_ABORTED, "the link was left behind"};
   seq = h.link_seq;
   flags = h.flags;
   Status st = pending->user->accept(h);

@@ -1,8 +1,10 @@
 // The requests a ReliableLink posts on one of its links for the executor's: a SendProxy is one
 // attempt at sending a kept frame (failover/replay_buffer.hpp), a RecvProxy one posting of a
 // receive the executor posted (PendingReceive). A request may be posted on several links in
-// turn; each posting is its own proxy, so that a link left behind can still call its proxies
-// back, harmlessly, while it is being destroyed.
+// turn, and a receive on both at once (multi-path: its frame may come on either); each posting
+// is its own proxy, so that a link left behind can still call its proxies back, harmlessly,
+// while it is being destroyed. A receive posted on both links is matched by one: the moment one
+// proxy matches its frame, the owner withdraws the other (on_proxy_matched()).
 //
 // Ownership: the ReliableLink allocates proxies and frees them after their callback, or when
 // the link they are posted on is destroyed. A proxy whose link was retired is stale: it ignores
@@ -15,6 +17,7 @@
 // receive whose frame is stored (destination()) is simply written again, whole.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,6 +35,8 @@ class ProxyOwner {
  public:
   virtual void on_proxy_sent(SendProxy* proxy, const Status& status) = 0;
   virtual void on_proxy_received(RecvProxy* proxy, const Status& status) = 0;
+  /// `proxy`'s link matched a frame to it (before the executor judges the header).
+  virtual void on_proxy_matched(RecvProxy* proxy) = 0;
 
  protected:
   ~ProxyOwner() = default;
@@ -52,8 +57,10 @@ struct SendProxy final : transport::SendRequest {
 /// A receive posted by the executor, kept until its frame arrived whole (on whichever link).
 struct PendingReceive {
   transport::RecvRequest* user = nullptr;
-  RecvProxy* proxy = nullptr;  ///< its posting on the active link, if any
-  size_t delivered = 0;        ///< payload bytes handed over in pieces so far, on any link
+  /// Its posting on each slot's link, if any (both only under multi-path, until one matched).
+  std::array<RecvProxy*, 2> proxies{};
+  size_t delivered = 0;  ///< payload bytes handed over in pieces so far, on any link
+  bool posted() const { return proxies[0] != nullptr || proxies[1] != nullptr; }
 };
 
 /// One posting of `pending` on `slot`'s link.
@@ -65,6 +72,8 @@ struct RecvProxy final : transport::RecvRequest {
   bool stale = false;
   /// The executor's accept() refused the frame (the frame still arrived whole).
   bool rejected = false;
+  /// Its link matched a frame to it: it cannot be withdrawn any more.
+  bool matched = false;
   /// The frame that matched: its number and flags (for the acknowledgement).
   uint64_t seq = 0;
   uint8_t flags = 0;

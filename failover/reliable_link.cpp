@@ -25,6 +25,10 @@ class ReliableLink::Tap final : public transport::LinkObserver {
   bool should_drop(const transport::FrameHeader& header) override {
     if (retired) return true;
     owner_.heard(slot_);
+    if ((header.flags & transport::kFrameProbe) != 0) {
+      owner_.on_probe_frame(slot_, header);
+      return true;  // a probe's bytes are measured, never delivered
+    }
     if (owner_.drop_duplicate(slot_, header)) return true;
     if (!owner_.observer_.should_drop(header)) return false;
     // Dropped here (its operation was aborted): it arrived all the same, and its sender waits
@@ -70,7 +74,8 @@ struct ReliableLink::Grave {
   }
 };
 
-ReliableLink::Slot::Slot(const KeepaliveDetector& d) : detector(d) {}
+ReliableLink::Slot::Slot(const KeepaliveDetector& d, const GrayParams& gray)
+    : detector(d), health(gray) {}
 ReliableLink::Slot::Slot(Slot&&) noexcept = default;
 ReliableLink::Slot::~Slot() = default;
 
@@ -86,9 +91,12 @@ ReliableLink::ReliableLink(ReliableLinkParams params, transport::LinkObserver& o
       recorder_(recorder),
       coordinator_(params_.context.my_rank < params_.context.peer),
       slots_{Slot(KeepaliveDetector(params_.keepalive_interval, params_.keepalive_timeout,
-                                    params_.phi_threshold)),
+                                    params_.phi_threshold),
+                  params_.gray),
              Slot(KeepaliveDetector(params_.keepalive_interval, params_.keepalive_timeout,
-                                    params_.phi_threshold))} {
+                                    params_.phi_threshold),
+                  params_.gray)},
+      probe_(params_.probe) {
   name_ = params_.slots[kPrimary].name + " " + params_.slots[kPrimary].peer_address + " (rank " +
           std::to_string(peer()) + ", fallback " + params_.slots[kFallback].name + " " +
           params_.slots[kFallback].peer_address + ")";
@@ -200,6 +208,12 @@ void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
   s.detector.reset(last_life_);
   s.last_sent = scheduler_.now();
   s.heard_since_up = 0;
+  s.health.restart(last_life_);
+  s.echo.reset();
+  s.peer_stamp_us = 0;
+  // A link made at creation may carry traffic at once; a reconnected one once it is switched
+  // to or admitted.
+  s.admitted = !s.redialed;
   // A link made at creation has proven itself by connecting; a reconnected one may be "up" on
   // this side (RDMA queue pairs are ready at once) over a path that still drops everything, so
   // it counts only once the peer's frames arrive on it (see heard()).
@@ -233,12 +247,18 @@ void ReliableLink::retire(int slot) {
   }
   for (RecvProxy* p : s.recvs) {
     p->stale = true;
-    if (p->pending != nullptr) p->pending->proxy = nullptr;
+    if (p->pending != nullptr) p->pending->proxies[static_cast<size_t>(slot)] = nullptr;
     p->pending = nullptr;
     grave->recvs.push_back(p);
   }
   s.sends.clear();
   s.recvs.clear();
+  // Frames that waited on it wait on no link now (a replay counts them on the next).
+  replay_.for_each([slot](ReplayBuffer::Frame& f) {
+    if (f.counted_slot == slot) f.counted_slot = -1;
+  });
+  s.health.restart(scheduler_.now());
+  s.admitted = false;
   if (s.tap) s.tap->retired = true;
   if (s.link) {
     // Nothing more moves through it from now on (it is destroyed later, off its own stack):
@@ -371,7 +391,8 @@ void ReliableLink::close() {
 void ReliableLink::forget_requests() {
   replay_.take_requests();
   for (auto& [user, p] : pending_)
-    if (p->proxy != nullptr) p->proxy->pending = nullptr;
+    for (RecvProxy* proxy : p->proxies)
+      if (proxy != nullptr) proxy->pending = nullptr;
   pending_.clear();
 }
 
@@ -400,6 +421,21 @@ void ReliableLink::set_pacing_rate(double bytes_per_second) {
   pacing_ = bytes_per_second;
   for (Slot& s : slots_)
     if (s.link) s.link->set_pacing_rate(bytes_per_second);
+}
+
+transport::MediumCounters ReliableLink::medium_counters() const {
+  transport::MediumCounters sum;
+  for (const Slot& s : slots_) {
+    if (!s.link) continue;
+    const transport::MediumCounters c = s.link->medium_counters();
+    if (!c.valid) continue;
+    sum.valid = true;
+    sum.packets_sent += c.packets_sent;
+    sum.retransmits += c.retransmits;
+    sum.errors += c.errors;
+    sum.rtt_us = std::max(sum.rtt_us, c.rtt_us);
+  }
+  return sum;
 }
 
 transport::LinkCaps ReliableLink::caps() const {

@@ -21,15 +21,23 @@
 //   the frames that still arrive on it to their receives, and is the next fault's fallback at
 //   once. A link is dropped only when it fails (or the peer closes or remakes it); what it held
 //   then goes on on the active link.
+// - both links' health is measured continuously (link_health.hpp): a link whose goodput, loss
+//   or round trip turns sick while the other is healthy is failed like a dead one (a gray
+//   failure), and a link traffic left is probed with bulk frames (link_probe.hpp) on the
+//   supervisor's word before traffic goes back to it;
+// - under multi-path, frames of at least multipath_min_bytes go on whichever healthy link would
+//   deliver them first (by its backlog and measured goodput), and receives that large wait on
+//   both links; numbering, acknowledgement and replay are the same whichever link a frame takes.
 // What needs judgement — when to reconnect, when to move back, when the peer is lost — is the
 // link supervisor's (link_supervisor.hpp, run by an actor); this class reports ChannelEvents and
 // carries out SupervisorCommands. Engine thread only, like every Link.
 //
 // The pieces: the channel's own messages (channel_message.hpp), the frames kept for replay
 // (replay_buffer.hpp), the acknowledgements owed (receipts.hpp), the requests posted on the
-// links for the executor's (link_proxies.hpp). Its implementation is in four files: the links'
+// links for the executor's (link_proxies.hpp). Its implementation is in six files: the links'
 // life cycle (reliable_link.cpp), faults and switches (reliable_link_switch.cpp), heartbeats and
-// channel messages (reliable_link_channel.cpp), data frames (reliable_link_traffic.cpp). Its
+// channel messages (reliable_link_channel.cpp), data frames (reliable_link_traffic.cpp), health,
+// gray failures and probes (reliable_link_health.cpp), multi-path (reliable_link_paths.cpp). Its
 // clock, deferred tasks and timers come from a Scheduler (scheduler.hpp): the progress engine's,
 // unless ReliableLinkParams names another.
 #pragma once
@@ -45,6 +53,8 @@
 #include "failover/channel_message.hpp"
 #include "failover/failover_recorder.hpp"
 #include "failover/keepalive_detector.hpp"
+#include "failover/link_health.hpp"
+#include "failover/link_probe.hpp"
 #include "failover/link_proxies.hpp"
 #include "failover/link_supervisor.hpp"
 #include "failover/receipts.hpp"
@@ -77,6 +87,12 @@ struct ReliableLinkParams {
   /// The clock, tasks and timers (not owned; must outlive the link). Null: context.engine's and
   /// the steady clock.
   Scheduler* scheduler = nullptr;
+  /// When a link that is up counts as sick (a gray failure), and how it is probed.
+  GrayParams gray;
+  ProbeParams probe;
+  /// Both links carry frames of at least multipath_min_bytes while both are healthy.
+  bool multipath = false;
+  size_t multipath_min_bytes = size_t{1} << 20;
 };
 
 class ReliableLink final : public transport::Link, private ProxyOwner {
@@ -114,6 +130,8 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   /// Both links, and the links made later.
   void set_traffic_class(int tos) override;
   void set_pacing_rate(double bytes_per_second) override;
+  /// The primary's and the fallback's medium counters, summed.
+  transport::MediumCounters medium_counters() const override;
 
  private:
   class Tap;
@@ -137,7 +155,14 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
     bool redialed = false;  // made by a reconnection (its coming up is news)
     bool proven = false;    // reported up: made at creation, or heard from since reconnected
     uint32_t heard_since_up = 0;
-    explicit Slot(const KeepaliveDetector& d);
+    // May carry traffic without a probe first: made at creation, switched to, or admitted (the
+    // supervisor's word); a reconnected link is not until then.
+    bool admitted = false;
+    LinkHealth health;           // outlives the slot's link instances
+    ProbeEcho echo;              // the peer's probe rounds on this link
+    uint64_t peer_stamp_us = 0;  // the last timestamp the peer sent on this link, and when
+    Clock::time_point peer_stamp_at{};
+    Slot(const KeepaliveDetector& d, const GrayParams& gray);
     Slot(Slot&&) noexcept;
     ~Slot();
   };
@@ -167,8 +192,9 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   // ---- faults and switches (reliable_link_switch.cpp)
   void on_slot_failed(int slot, const Status& status, bool graceful);
   void peer_closed(int slot, const Status& status);
-  /// A link fault: drop it and move traffic to the other link (or wait with none).
-  void fail_slot(int slot, const std::string& reason);
+  /// A link fault: drop it and move traffic to the other link (or wait with none). `gray`: the
+  /// link was up but sick (the supervisor holds a fail-back to it off for a while).
+  void fail_slot(int slot, const std::string& reason, bool gray = false);
   /// Moves traffic to `slot` (up): leaves the active link standing by, tells the peer, replays,
   /// reposts.
   /// `quiet`: the caller logged and recorded the switch already (or there is none to record).
@@ -187,13 +213,12 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   /// left that link, the frame came whole again) retires the standby. Then posts again the
   /// receives no link holds.
   void hand_over_stored();
-  /// A standby is in the middle of frames (receives it matched).
-  bool receiving_beside() const {
-    return active_ != kNoSlot && !slots_[static_cast<size_t>(1 - active_)].recvs.empty();
-  }
+  /// The link beside the active one is in the middle of frames (receives it matched).
+  bool receiving_beside() const;
   void follow_soon(int slot);
   void declare_lost(const std::string& reason);
-  void report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason);
+  void report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason,
+              bool gray = false);
   void record(LinkEvent::Kind kind, int from, int to, const std::string& reason,
               double detection_ms = 0);
   std::chrono::milliseconds peer_silence(Clock::time_point now) const;
@@ -211,15 +236,49 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   void on_channel(int slot, const transport::FrameHeader& header, const std::string& payload);
   void on_redial_request(int slot, const ChannelMessage& message);
 
+  // ---- health, gray failures, probes (reliable_link_health.cpp)
+  /// Per tick: the medium's counters, the health windows, and the gray-failure verdicts.
+  void watch_health(Clock::time_point now);
+  /// `slot` is up but sick: failed like a dead link (its frames go again on the other).
+  void gray_fail(int slot, const std::string& reason);
+  /// Per tick: starts a due probe round, fails one past its timeout.
+  void probe_tick(Clock::time_point now);
+  void send_probe(int slot, uint64_t round, uint64_t total, bool echo);
+  /// A probe frame arrived on `slot` (Tap::should_drop): echoed, or the prober's echo.
+  void on_probe_frame(int slot, const transport::FrameHeader& header);
+  void report_probe(const LinkProbe::Verdict& verdict);
+  /// Round trips from `message`'s echo; remembers its stamp for the next echo.
+  void on_stamps(int slot, const ChannelMessage& message);
+  uint64_t stamp_now() const;
+  /// Figures of both links into the recorder (failover_stats()).
+  void publish_health();
+  /// In-place frame `f` now waits on `slot` (health accounting); -1: on none.
+  void count_on(ReplayBuffer::Frame& f, int slot);
+
+  // ---- multi-path (reliable_link_paths.cpp)
+  /// Both links carry large frames now: multi-path, both up, proven and admitted.
+  bool striping() const;
+  /// The link frame `f` goes on: the active one, or under multi-path the one that would deliver
+  /// it first.
+  int pick_slot(const ReplayBuffer::Frame& f) const;
+  /// Posts `pending` on the active link, and under multi-path a large one on the other too,
+  /// where it is not posted yet (a stored frame is handed over instead).
+  void post_everywhere(PendingReceive* pending);
+  void on_proxy_matched(RecvProxy* proxy) override;
+  /// `slot` carries large frames again (the supervisor's admit, or the peer's notice).
+  void admit(int slot, bool tell_peer);
+
   // ---- data frames (reliable_link_traffic.cpp)
   void transmit(ReplayBuffer::Frame& frame, int slot);
   void on_proxy_sent(SendProxy* proxy, const Status& status) override;
   void on_acknowledged(uint64_t cumulative, const std::vector<AckRange>& ranges);
   /// Removes `frame` and completes its request once it is acknowledged and no link holds it.
   void maybe_release(ReplayBuffer::Frame& frame);
-  void post_pending(PendingReceive* pending, int slot);
   /// A new posting of `pending` on `slot`'s link (not yet handed to it).
   RecvProxy* attach_proxy(PendingReceive* pending, int slot);
+  /// Withdraws and frees `proxy` (not matched) from its link; false when the link has it no
+  /// longer.
+  bool withdraw(RecvProxy* proxy);
   void on_proxy_received(RecvProxy* proxy, const Status& status) override;
   /// Frame `seq` of the peer arrived whole (delivered or stored): acknowledged.
   void on_delivered(uint64_t seq, uint8_t flags);
@@ -265,6 +324,10 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
   Receipts receipts_;
   transport::UnexpectedFrames stored_;  // taken over from links that went away
   bool ack_scheduled_ = false;
+
+  // probing (the coordinator, on the supervisor's word)
+  LinkProbe probe_;
+  Clock::time_point health_published_{};
 };
 
 }  // namespace hcomm::failover

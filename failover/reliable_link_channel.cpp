@@ -49,6 +49,10 @@ void ReliableLink::tick() {
     if (now - s.last_sent >= params_.keepalive_interval) send_on(i, ChannelMessage{});
   }
   if (receipts_.owed()) send_ack();
+  if (!error_.ok() || closing_) return;
+  watch_health(now);
+  probe_tick(now);
+  publish_health();
   if (!error_.ok()) return;
   tick_timer_ = scheduler_.add_timer(now + tick_period(), [this] { tick(); });
 }
@@ -69,6 +73,12 @@ void ReliableLink::send_on(int slot, ChannelMessage message) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.state != SlotState::up) return;
   message.cumulative = receipts_.cumulative();
+  message.stamp_us = stamp_now();
+  if (s.peer_stamp_us != 0)
+    message.echo_us = s.peer_stamp_us +
+                      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                scheduler_.now() - s.peer_stamp_at)
+                                                .count());
   EncodedChannelMessage frame = encode(message, params_.context.comm_id);
   s.last_sent = scheduler_.now();
   s.link->send_channel(frame.header, std::move(frame.payload));
@@ -114,6 +124,7 @@ void ReliableLink::on_channel(int slot, const transport::FrameHeader& h,
     return;
   }
   const ChannelMessage& m = decoded.value();
+  on_stamps(slot, m);
   on_acknowledged(m.cumulative, m.ranges);
   switch (m.kind) {
     case ChannelMessage::Kind::switched:
@@ -131,6 +142,10 @@ void ReliableLink::on_channel(int slot, const transport::FrameHeader& h,
       start_link(m.slot, m.offer, /*redial=*/true, static_cast<uint32_t>(m.attempt));
       break;
     }
+    case ChannelMessage::Kind::admit:
+      // The coordinator's supervisor admitted the link to the split: this side follows.
+      admit(m.slot, /*tell_peer=*/false);
+      break;
     case ChannelMessage::Kind::heartbeat:
     case ChannelMessage::Kind::ack:
       break;

@@ -41,16 +41,16 @@ void ReliableLink::peer_closed(int slot, const Status& status) {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [user, p] : pending) {
-    if (p->proxy != nullptr) continue;  // posted on the final link already
+    if (p->posted()) continue;  // posted on the final link already
     final_->post_recv(user);
   }
   for (auto& [user, p] : pending)
-    if (p->proxy != nullptr) pending_.emplace(user, std::move(p));
+    if (p->posted()) pending_.emplace(user, std::move(p));
   for (auto* user : replay_.take_requests()) user->on_sent(Status{});
   observer_.on_link_failed(peer(), status, /*graceful=*/true);
 }
 
-void ReliableLink::fail_slot(int slot, const std::string& reason) {
+void ReliableLink::fail_slot(int slot, const std::string& reason, bool gray) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (!error_.ok() || closing_ || s.state == SlotState::empty) return;
   const auto now = scheduler_.now();
@@ -77,7 +77,7 @@ void ReliableLink::fail_slot(int slot, const std::string& reason) {
                  slot_name(other).c_str(), reason.c_str(), static_cast<long long>(silent.count()));
     record(other == kFallback ? LinkEvent::Kind::failover : LinkEvent::Kind::failback, slot, other,
            reason, static_cast<double>(silent.count()));
-    report(ChannelEvent::Kind::down, slot, kNoSlot, reason);
+    report(ChannelEvent::Kind::down, slot, kNoSlot, reason, gray);
     activate(other, reason, /*quiet=*/true);  // logged and recorded above
     return;
   }
@@ -85,7 +85,7 @@ void ReliableLink::fail_slot(int slot, const std::string& reason) {
             slot_name(slot).c_str(), what.c_str(), reason.c_str(),
             was_active ? " (no other link up: operations wait)" : "");
   record(LinkEvent::Kind::link_down, slot, kNoSlot, reason, static_cast<double>(silent.count()));
-  report(ChannelEvent::Kind::down, slot, kNoSlot, reason);
+  report(ChannelEvent::Kind::down, slot, kNoSlot, reason, gray);
   if (was_active) report(ChannelEvent::Kind::switched, kNoSlot, slot, reason);
 }
 
@@ -100,6 +100,7 @@ void ReliableLink::activate(int slot, const std::string& reason, bool quiet) {
   active_ = slot;
   last_active_ = slot;
   s.standby = false;
+  s.admitted = true;
   if (!quiet && before != kNoSlot && before != slot) {
     const bool back = slot == kPrimary;
     if (back)
@@ -155,19 +156,11 @@ void ReliableLink::replay(int slot) {
 
 void ReliableLink::repost(int slot) {
   std::vector<transport::RecvRequest*> again;
-  for (auto& [user, p] : pending_)
-    if (p->proxy == nullptr) again.push_back(user);
+  for (auto& [user, p] : pending_) again.push_back(user);
   for (transport::RecvRequest* user : again) {
     if (active_ != slot) break;
     auto it = pending_.find(user);
-    if (it == pending_.end() || it->second->proxy != nullptr) continue;
-    if (stored_.contains(user->key)) {
-      // Its frame arrived whole on the link left behind: handed over through a proxy, which
-      // skips what a half-filled receive has already reduced.
-      stored_.deliver_stored(attach_proxy(it->second.get(), slot));
-      continue;
-    }
-    post_pending(it->second.get(), slot);
+    if (it != pending_.end()) post_everywhere(it->second.get());
   }
 }
 
@@ -180,12 +173,8 @@ void ReliableLink::stand_by(int slot) {
   // A receive the link has not matched yet moves to the next link; one it matched completes
   // here (its frame is arriving on this link).
   std::vector<RecvProxy*> recvs(s.recvs.begin(), s.recvs.end());
-  for (RecvProxy* p : recvs) {
-    if (!s.link->cancel_recv(p)) continue;
-    s.recvs.erase(p);
-    if (p->pending != nullptr) p->pending->proxy = nullptr;
-    delete p;
-  }
+  for (RecvProxy* p : recvs)
+    if (!p->matched) withdraw(p);
 }
 
 void ReliableLink::collect_stored(int slot) {
@@ -203,7 +192,7 @@ void ReliableLink::hand_over_stored() {
   const int beside = 1 - active_;
   if (!stored_.empty()) {
     for (const RecvProxy* p : slots_[static_cast<size_t>(beside)].recvs) {
-      if (p->pending == nullptr || !stored_.contains(p->key)) continue;
+      if (p->pending == nullptr || !p->matched || !stored_.contains(p->key)) continue;
       // The standby cannot give the receive back in the middle of its frame, and the peer
       // will not finish that frame there: the link goes (retire() comes back here after).
       HCOMM_LOG(info, core::log::kNet, "rank %d: %s left: its frames came again on %s", peer(),
@@ -213,20 +202,15 @@ void ReliableLink::hand_over_stored() {
       return;
     }
   }
-  Slot& a = slots_[static_cast<size_t>(active_)];
-  std::vector<transport::RecvRequest*> users;
-  if (!stored_.empty())
+  // Receives whose frame is stored here are withdrawn from both links (none of them can have
+  // matched: the frame came whole elsewhere) and handed it by repost().
+  if (!stored_.empty()) {
+    std::vector<RecvProxy*> unmatched;
     for (auto& [user, p] : pending_)
-      if (p->proxy != nullptr && p->proxy->slot == active_ && stored_.contains(user->key))
-        users.push_back(user);
-  for (transport::RecvRequest* user : users) {
-    auto it = pending_.find(user);
-    if (it == pending_.end()) continue;
-    RecvProxy* proxy = it->second->proxy;
-    if (proxy == nullptr || proxy->slot != active_ || !a.link->cancel_recv(proxy)) continue;
-    a.recvs.erase(proxy);
-    delete proxy;
-    it->second->proxy = nullptr;
+      if (stored_.contains(user->key))
+        for (RecvProxy* proxy : p->proxies)
+          if (proxy != nullptr && !proxy->matched) unmatched.push_back(proxy);
+    for (RecvProxy* proxy : unmatched) withdraw(proxy);
   }
   repost(active_);
 }
@@ -250,6 +234,19 @@ void ReliableLink::command(const SupervisorCommand& c) {
       break;
     case SupervisorCommand::Kind::declare_lost:
       declare_lost(c.reason);
+      break;
+    case SupervisorCommand::Kind::probe:
+      probe_.aim(c.slot, c.slot == kNoSlot ? kNoSlot : active_);
+      if (c.slot != kNoSlot)
+        HCOMM_LOG(info, core::log::kNet, "rank %d: probing %s before traffic goes back to it",
+                  peer(), slot_name(c.slot).c_str());
+      break;
+    case SupervisorCommand::Kind::admit:
+      if (slots_[static_cast<size_t>(c.slot)].epoch == c.epoch) {
+        HCOMM_LOG(info, core::log::kNet, "rank %d: %s carries large frames again: %s", peer(),
+                  slot_name(c.slot).c_str(), c.reason.c_str());
+        admit(c.slot, /*tell_peer=*/true);
+      }
       break;
   }
 }
@@ -281,8 +278,10 @@ void ReliableLink::declare_lost(const std::string& reason) {
   observer_.on_link_failed(peer(), error_, /*graceful=*/false);
 }
 
-void ReliableLink::report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason) {
+void ReliableLink::report(ChannelEvent::Kind kind, int slot, int from, const std::string& reason,
+                          bool gray) {
   ChannelEvent e;
+  e.gray = gray;
   e.peer = peer();
   e.kind = kind;
   e.slot = static_cast<int8_t>(slot);

@@ -18,7 +18,7 @@ void ReliableLink::post_send(transport::SendRequest* request) {
   ReplayBuffer::Frame& f = replay_.add(request);
   const uint64_t seq = f.header.link_seq;
   const bool copied = f.copied;
-  if (active_ != kNoSlot) transmit(f, active_);
+  if (active_ != kNoSlot) transmit(f, pick_slot(f));
   // A copied frame is complete for the caller at once (the copy is what gets replayed). The
   // send may have called back already: looked up anew.
   if (copied) {
@@ -36,6 +36,7 @@ void ReliableLink::transmit(ReplayBuffer::Frame& f, int slot) {
   f.last_slot = slot;
   f.last_epoch = s.epoch;
   s.last_sent = scheduler_.now();
+  if ((f.header.flags & transport::kFrameAckNow) != 0) count_on(f, slot);
   s.link->post_send(p);  // may call back at once
 }
 
@@ -65,7 +66,14 @@ void ReliableLink::maybe_release(ReplayBuffer::Frame& f) {
 void ReliableLink::on_acknowledged(uint64_t cumulative, const std::vector<AckRange>& ranges) {
   // Releasing completes callers, whose callbacks may post and release more: look each up anew.
   for (uint64_t seq : replay_.acknowledge(cumulative, ranges))
-    if (ReplayBuffer::Frame* f = replay_.find(seq)) maybe_release(*f);
+    if (ReplayBuffer::Frame* f = replay_.find(seq)) {
+      if (f->counted_slot >= 0) {
+        slots_[static_cast<size_t>(f->counted_slot)].health.on_acked(f->header.length,
+                                                                     scheduler_.now());
+        f->counted_slot = -1;
+      }
+      maybe_release(*f);
+    }
 }
 
 void ReliableLink::send_abort(uint32_t comm_id, uint64_t op_seq, const std::string& reason) {
@@ -89,19 +97,24 @@ void ReliableLink::post_recv(transport::RecvRequest* request) {
   PendingReceive* p = owned.get();
   p->user = request;
   pending_.emplace(request, std::move(owned));
-  if (active_ != kNoSlot) post_pending(p, active_);
-}
-
-void ReliableLink::post_pending(PendingReceive* pending, int slot) {
-  Slot& s = slots_[static_cast<size_t>(slot)];
-  s.link->post_recv(attach_proxy(pending, slot));  // may deliver a stored frame at once
+  if (active_ != kNoSlot) post_everywhere(p);
 }
 
 RecvProxy* ReliableLink::attach_proxy(PendingReceive* pending, int slot) {
   auto* p = new RecvProxy(*this, *pending, slot);
   slots_[static_cast<size_t>(slot)].recvs.insert(p);
-  pending->proxy = p;
+  pending->proxies[static_cast<size_t>(slot)] = p;
   return p;
+}
+
+bool ReliableLink::withdraw(RecvProxy* proxy) {
+  Slot& s = slots_[static_cast<size_t>(proxy->slot)];
+  if (proxy->matched || !s.link || !s.link->cancel_recv(proxy)) return false;
+  s.recvs.erase(proxy);
+  if (proxy->pending != nullptr)
+    proxy->pending->proxies[static_cast<size_t>(proxy->slot)] = nullptr;
+  delete proxy;
+  return true;
 }
 
 bool ReliableLink::cancel_recv(transport::RecvRequest* request) {
@@ -109,31 +122,38 @@ bool ReliableLink::cancel_recv(transport::RecvRequest* request) {
   auto it = pending_.find(request);
   if (it == pending_.end()) return false;
   PendingReceive* p = it->second.get();
-  if (RecvProxy* proxy = p->proxy) {
-    Slot& s = slots_[static_cast<size_t>(proxy->slot)];
-    if (!s.link->cancel_recv(proxy)) return false;
-    s.recvs.erase(proxy);
-    delete proxy;
-  }
+  // A posting that matched its frame cannot be withdrawn (and is the only one left).
+  for (RecvProxy* proxy : p->proxies)
+    if (proxy != nullptr && proxy->matched) return false;
+  for (RecvProxy* proxy : p->proxies)
+    if (proxy != nullptr && !withdraw(proxy)) return false;
   pending_.erase(it);
   return true;
 }
 
 void ReliableLink::on_proxy_received(RecvProxy* proxy, const Status& status) {
-  const Slot& slot = slots_[static_cast<size_t>(proxy->slot)];
+  const auto on = static_cast<size_t>(proxy->slot);
+  const Slot& slot = slots_[on];
   const bool link_failed = slot.link == nullptr || !slot.link->error().ok();
-  slots_[static_cast<size_t>(proxy->slot)].recvs.erase(proxy);
+  slots_[on].recvs.erase(proxy);
   PendingReceive* p = proxy->pending;
   const uint64_t seq = proxy->seq;
   const uint8_t flags = proxy->flags;
   const bool rejected = proxy->rejected;
   delete proxy;
   if (p == nullptr) return;
-  p->proxy = nullptr;
+  p->proxies[on] = nullptr;
   if (!status.ok() && !rejected && link_failed && final_ == nullptr) {
-    // The link failed under it: posted again on the next link (or failed when the peer is
-    // lost). After the peer's goodbye, the final link's verdict stands.
+    // The link failed under it: posted again on the next link, or still posted on the other
+    // (or failed when the peer is lost). After the peer's goodbye, the final link's verdict
+    // stands.
     return;
+  }
+  // Done: a posting still waiting on the other link goes (it cannot have matched: this one
+  // did, and withdrew it then).
+  if (RecvProxy* twin = p->proxies[1 - on]; twin != nullptr && !withdraw(twin)) {
+    twin->pending = nullptr;
+    p->proxies[1 - on] = nullptr;
   }
   transport::RecvRequest* user = p->user;
   pending_.erase(user);
@@ -157,8 +177,10 @@ bool ReliableLink::drop_duplicate(int slot, const transport::FrameHeader& h) {
   // The peer sends here: it moved its traffic (its switch frame may come later). Not on a link
   // this side left standing by: frames still arriving there were sent before the peer followed
   // this side's switch (a move of the peer's own to it comes with its switch notice).
+  // Under multi-path a large frame on the other link is its share, not a move.
   const Slot& s = slots_[static_cast<size_t>(slot)];
-  if (slot != active_ && s.state == SlotState::up && !s.standby && active_ != kNoSlot)
+  const bool share = params_.multipath && h.length >= params_.multipath_min_bytes;
+  if (slot != active_ && s.state == SlotState::up && !s.standby && active_ != kNoSlot && !share)
     follow_soon(slot);
   return false;
 }

@@ -51,6 +51,8 @@ class ReplayBuffer {
     /// link is up it delivers the frame, which is not sent again on another.
     int last_slot = -1;
     uint64_t last_epoch = 0;
+    /// The slot whose link health counts it as waiting (in-place frames only; -1: none).
+    int counted_slot = -1;
   };
 
   /// Numbers `request`'s frame (header.link_seq, from 1 up) and keeps it, as a copy or in place
@@ -72,6 +74,12 @@ class ReplayBuffer {
   std::vector<transport::SendRequest*> take_requests();
   /// Drops every frame (their requests are not called back).
   void clear();
+
+  /// Calls `f(frame)` for every frame kept, ascending (`f` must not add or remove frames).
+  template <typename F>
+  void for_each(F&& f) {
+    for (auto& [seq, frame] : frames_) f(*frame);
+  }
 
   size_t size() const { return frames_.size(); }
   /// The bytes held as copies.

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "core/parse.hpp"
+
 namespace hcomm::qos {
 namespace {
 
@@ -35,7 +37,8 @@ double link_capacity(const Config& cfg, const std::string& local_ip, bool fallba
                                                               : "HCOMM_LINK_GBPS");
     return gbps * 1e9 / 8;
   }
-  const std::string ifname = cfg.socket_ifname.empty() ? interface_of(local_ip) : cfg.socket_ifname;
+  const auto names = core::split_list(cfg.socket_ifname);
+  const std::string ifname = names.empty() ? interface_of(local_ip) : names[0];
   long mbps = -1;
   if (!ifname.empty()) std::ifstream("/sys/class/net/" + ifname + "/speed") >> mbps;
   if (mbps > 0) {

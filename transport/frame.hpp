@@ -28,6 +28,9 @@ enum FrameFlags : uint8_t {
   /// Bits 1..3 name the payload's codec (compression::Codec's wire id; 0: the elements as they
   /// are), so a receiver decodes whatever arrives; `length` is then the encoded size.
   kFrameCodecMask = 0x0e,
+  /// A probe of the path (failover/link_probe.hpp): bulk bytes that measure a link, dropped by
+  /// the receiving reliable channel; never a schedule's data, never numbered (link_seq 0).
+  kFrameProbe = 0x10,
 };
 constexpr int kFrameCodecShift = 1;
 

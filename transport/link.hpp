@@ -50,6 +50,10 @@ class RecvRequest {
   /// Pieces arrive in order; each (but the last) is a multiple of piece_granularity() bytes.
   virtual void on_piece(size_t offset, const void* data, size_t bytes) = 0;
   virtual size_t piece_granularity() const = 0;
+  /// The payload bytes this receive expects, when known (0: not known). A hint only: a link that
+  /// spreads large frames over several paths (failover's multi-path) waits for such a frame on
+  /// every path; the frame's own header stays what accept() judges.
+  virtual size_t expected_bytes() const { return 0; }
   /// The whole payload arrived (or the receive failed).
   virtual void on_received(const Status& status) = 0;
 
@@ -93,6 +97,17 @@ struct LinkCaps {
   size_t max_frame_bytes = 0;         ///< largest payload of one frame
   bool one_sided = false;             ///< supports remote writes without a posted receive
   bool detects_peer_failure = false;  ///< reports a dead peer by itself (EOF, RST, CQ error)
+};
+
+/// What a medium counts about its own delivery, since the link was made: loss signals for the
+/// reliable channel's link health (failover/link_health.hpp). Counters only grow; a medium that
+/// counts nothing returns `valid` false.
+struct MediumCounters {
+  bool valid = false;
+  uint64_t packets_sent = 0;  ///< segments (TCP) or packets (RDMA) sent
+  uint64_t retransmits = 0;   ///< of them sent again after a loss (TCP_INFO, RDMA retries)
+  uint64_t errors = 0;        ///< the port's error counters (CRC, symbol errors, ...), summed
+  double rtt_us = 0;          ///< the medium's own smoothed round trip (TCP); 0: none
 };
 
 /// The largest payload of a channel or abort frame.
@@ -142,6 +157,9 @@ class Link {
   /// True while the link has stopped reading from the peer because a large frame waits for its
   /// receive to be posted here: silence from the peer is then no sign of a fault.
   virtual bool holds_unmatched() const { return false; }
+  /// The medium's delivery counters (see MediumCounters); cheap enough to call every few tens
+  /// of milliseconds (a system call per connection at most).
+  virtual MediumCounters medium_counters() const { return {}; }
   /// Says goodbye and closes; later posts fail with HCOMM_ERR_ABORTED.
   virtual void close() = 0;
   /// Stops every transfer at once, without a goodbye and without telling the observer: posted

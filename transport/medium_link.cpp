@@ -20,7 +20,9 @@ void MediumLink::went_up() {
 // ---- sending
 
 void MediumLink::post_send(SendRequest* request) {
-  if (id_.bytes_sent != nullptr && request->header.kind == static_cast<uint8_t>(FrameKind::data))
+  // A probe measures the path; it is nobody's payload.
+  if (id_.bytes_sent != nullptr && request->header.kind == static_cast<uint8_t>(FrameKind::data) &&
+      (request->header.flags & kFrameProbe) == 0)
     id_.bytes_sent->fetch_add(request->header.length, std::memory_order_relaxed);
   if (!error_.ok()) return request->on_sent(peer_closed_ ? Status{} : error_);
   request->header.src_rank = id_.my_rank;

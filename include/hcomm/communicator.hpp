@@ -77,6 +77,30 @@ struct HCOMM_API LinkEvent {
 /// "failover", "failback", ...
 HCOMM_API const char* link_event_name(LinkEvent::Kind kind);
 
+/// One link of a peer's reliable channel as its health measurement sees it now
+/// (Communicator::failover_stats(); README "Failover", "Link health"). Rates in Gbit/s of
+/// payload; 0 where nothing was measured yet.
+struct HCOMM_API LinkHealthInfo {
+  int peer = -1;
+  std::string link;  ///< "tcp", "rdma", "tcp-fallback", ...: what the link is
+  /// "active" (carries the traffic), "multipath" (carries its share of large frames),
+  /// "standby" (up, healthy, idle), "probation" (up again, probed before it carries traffic),
+  /// "connecting", "down"
+  std::string state;
+  double goodput_gbps = 0;  ///< over the last window, while frames waited on it
+  double busy_share = 0;    ///< share of that window during which frames waited
+  double healthy_gbps = 0;  ///< the best window goodput while healthy
+  double probe_gbps = 0;    ///< the last data-path probe round (both ways)
+  double rtt_us = 0;        ///< smoothed round trip of the reliable channel's messages
+  double min_rtt_us = 0;
+  double medium_rtt_us = 0;   ///< the medium's own (TCP_INFO)
+  double loss = 0;            ///< share of the window's packets the medium sent again
+  uint64_t packets_sent = 0;  ///< counted by the medium, every link of this slot together
+  uint64_t retransmits = 0;   ///< TCP retransmissions, RDMA retries
+  uint64_t errors = 0;        ///< the port's error counters (RDMA: CRC, symbol errors, ...)
+  uint64_t bytes_acked = 0;   ///< large-frame payload the peer acknowledged on this link
+};
+
 /// What the link supervisors of one communicator did (counters since creation).
 struct HCOMM_API FailoverStats {
   uint64_t failovers = 0;
@@ -87,7 +111,11 @@ struct HCOMM_API FailoverStats {
   uint64_t frames_replayed = 0;     ///< unacknowledged frames sent again on a new link
   uint64_t bytes_replayed = 0;      ///< their payload bytes
   uint64_t duplicates_dropped = 0;  ///< frames that arrived twice and were delivered once
-  std::vector<LinkEvent> events;    ///< oldest first; the last 4096
+  uint64_t gray_failures = 0;       ///< links failed for being sick (goodput, loss, latency)
+  uint64_t probe_rounds = 0;        ///< data-path probe rounds judged, and of them passed
+  uint64_t probes_passed = 0;
+  std::vector<LinkEvent> events;      ///< oldest first; the last 4096
+  std::vector<LinkHealthInfo> links;  ///< two per peer with a reliable channel, by peer
 };
 
 /// What this rank's data frames carried since the communicator was created (payload: the

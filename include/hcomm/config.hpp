@@ -24,6 +24,15 @@ enum class FailoverMode {
   off,        ///< "off": none; a link fault fails the operations on it (HCOMM_ERR_TRANSPORT)
 };
 
+/// HCOMM_MULTIPATH: whether large frames to a peer use its primary and fallback links at once
+/// (Config::multipath).
+enum class MultipathMode {
+  automatic,  ///< "auto": when the fallback is a second fabric interface (HCOMM_SOCKET_IFNAME
+              ///< lists two), not on a management network (HCOMM_FALLBACK_IFNAME)
+  on,         ///< "on": whenever both links are up and healthy
+  off,        ///< "off": never; the fallback carries traffic only after a failover
+};
+
 /// HCOMM_RDMA_BUFFERS: how payloads reach the NIC (Config::rdma_buffers).
 enum class RdmaBufferMode {
   zero_copy,  ///< "zero_copy": buffers on a 4 KiB boundary are registered and sent in place
@@ -47,6 +56,7 @@ enum class Compression : uint8_t {
 
 /// The variable's spelling of the mode: "auto", "on", "off".
 HCOMM_API const char* to_string(FailoverMode mode);
+HCOMM_API const char* to_string(MultipathMode mode);
 /// The variable's spelling of the mode: "zero_copy", "dynamic", "static".
 HCOMM_API const char* to_string(RdmaBufferMode mode);
 /// The variable's spelling: "none", "fp16", "bf16", "delta", "zstd", "auto".
@@ -63,7 +73,9 @@ struct HCOMM_API Config {
   std::string root_addr = "127.0.0.1:29500";
   /// Network interface whose IPv4 address this rank listens on and publishes
   /// (HCOMM_SOCKET_IFNAME). Empty: the root address's interface when it is local, else the first
-  /// non-loopback interface that is up.
+  /// non-loopback interface that is up. Two, "eth1,eth2": the primary links on the first, the
+  /// fallback links on the second (unless HCOMM_FALLBACK_IFNAME names another), and under
+  /// HCOMM_MULTIPATH=auto large frames on both.
   std::string socket_ifname;
 
   // ---- transport
@@ -151,7 +163,8 @@ struct HCOMM_API Config {
   /// HCOMM_ERR_TRANSPORT.
   FailoverMode failover = FailoverMode::automatic;
   /// HCOMM_FALLBACK_IFNAME: interface of the fallback TCP links (e.g. a management network).
-  /// Empty: the interface the communicator listens on (HCOMM_SOCKET_IFNAME).
+  /// Empty: HCOMM_SOCKET_IFNAME's second interface when it lists two, else the one the
+  /// communicator listens on.
   std::string fallback_ifname;
   /// HCOMM_KEEPALIVE_MS: a link that sent nothing for this long sends a heartbeat.
   std::chrono::milliseconds keepalive_interval{200};
@@ -168,9 +181,34 @@ struct HCOMM_API Config {
   /// (doubling, with jitter); max at least min.
   std::chrono::milliseconds reconnect_min{100};
   std::chrono::milliseconds reconnect_max{2000};
-  /// HCOMM_FAILBACK_MS: a reconnected primary must carry heartbeats this long before traffic
-  /// moves back to it.
+  /// HCOMM_FAILBACK_MS: a primary that traffic left must pass the data-path probe (every round)
+  /// this long before traffic moves back to it (and, under multi-path, a fallback made again
+  /// before it carries large frames again).
   std::chrono::milliseconds failback_after{600};
+  /// HCOMM_GRAY_WINDOW_MS: the window over which a link's goodput and loss are judged.
+  std::chrono::milliseconds gray_window{300};
+  /// HCOMM_GRAY_GOODPUT_PCT: a link that carries traffic is sick once, over a window in which
+  /// frames waited on it the whole time, it delivered less than this percentage of its healthy
+  /// goodput (and less than the other link's); 0: off.
+  int gray_goodput_pct = 25;
+  /// HCOMM_GRAY_LOSS_PCT: ... or once its medium resent this percentage of the packets it sent
+  /// over the window (TCP retransmissions, RDMA retries; at least 200 packets); 0: off.
+  int gray_loss_pct = 10;
+  /// HCOMM_GRAY_RTT_MS: ... or once 5 round trips in a row, measured while nothing of this
+  /// rank's waited on it, took longer than this (and 10x its smallest); 0: off.
+  std::chrono::milliseconds gray_rtt{100};
+  /// HCOMM_GRAY_HOLD_MS: after a gray failure of a link, traffic goes back to it no sooner than
+  /// this, doubling with each further gray failure within HCOMM_FAILOVER_LIMIT's window (up to
+  /// 16x).
+  std::chrono::milliseconds gray_hold{1000};
+  /// HCOMM_PROBE_BYTES: the bytes a data-path probe round sends each way.
+  size_t probe_bytes = size_t{1} << 20;
+  /// HCOMM_PROBE_INTERVAL_MS: the pause between probe rounds.
+  std::chrono::milliseconds probe_interval{100};
+  /// HCOMM_MULTIPATH: large frames on both links at once (see MultipathMode).
+  MultipathMode multipath = MultipathMode::automatic;
+  /// HCOMM_MULTIPATH_MIN_BYTES: frames at least this large are split between the links.
+  size_t multipath_min_bytes = size_t{1} << 20;
   /// HCOMM_FAILOVER_LIMIT "R/T": more than R failovers within T seconds keep the peer on its
   /// fallback for good (and say so). Default "5/30".
   int failover_limit = 5;

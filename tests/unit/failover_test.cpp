@@ -38,7 +38,14 @@ Clock::time_point at(int64_t ms) {
 
 ChannelEvent event(ChannelEvent::Kind kind, int8_t slot, uint64_t epoch, int8_t from = kNoSlot,
                    int64_t silent_ms = 0) {
-  return ChannelEvent{1, kind, slot, from, epoch, silent_ms, ""};
+  ChannelEvent e;
+  e.peer = 1;
+  e.kind = kind;
+  e.slot = slot;
+  e.from = from;
+  e.epoch = epoch;
+  e.silent_ms = silent_ms;
+  return e;
 }
 ChannelEvent up(int8_t slot, uint64_t epoch) {
   return event(ChannelEvent::Kind::up, slot, epoch);
@@ -51,6 +58,18 @@ ChannelEvent switched(int8_t to, int8_t from) {
 }
 ChannelEvent redial_failed(int8_t slot, uint64_t epoch) {
   return event(ChannelEvent::Kind::redial_failed, slot, epoch);
+}
+ChannelEvent gray_down(int8_t slot, uint64_t epoch) {
+  ChannelEvent e = down(slot, epoch);
+  e.gray = true;
+  return e;
+}
+/// A probe round of `slot`'s link number `epoch` ended.
+ChannelEvent probe(int8_t slot, uint64_t epoch, bool passed) {
+  ChannelEvent e = event(ChannelEvent::Kind::probe, slot, epoch);
+  e.passed = passed;
+  e.reason = passed ? "0.93 of the reference's goodput" : "0.01 of the reference's goodput";
+  return e;
 }
 
 LinkSupervisor::Params params(bool coordinator) {
@@ -288,7 +307,7 @@ TEST_CASE("failover: the supervisor does not redial a primary that cannot be mad
   check_command(s.on_timer(r.token, r.when), SupervisorCommand::Kind::redial, kFallback);
 }
 
-TEST_CASE("failover: the coordinating supervisor fails back once the primary was up long enough") {
+TEST_CASE("failover: the coordinating supervisor fails back once the probe passed long enough") {
   LinkSupervisor s(params(true));
   start(s);
   auto r = one_timer(s.on_event(down(kPrimary, 1, 40), at(1000)), 1050, 1100);
@@ -296,31 +315,109 @@ TEST_CASE("failover: the coordinating supervisor fails back once the primary was
   CHECK(s.active() == kFallback);
   check_command(s.on_timer(r.token, r.when), SupervisorCommand::Kind::redial, kPrimary);
 
+  // The primary is up again: heartbeats are not enough, its data path is probed.
   auto out = s.on_event(up(kPrimary, 2), at(1300));
-  CHECK(out.commands.empty());
-  auto fb = one_timer(out, 1900, 1900);
+  check_command(out, SupervisorCommand::Kind::probe, kPrimary);
+  CHECK(out.timers.empty());
 
-  SUBCASE("after failback_after, traffic moves to the primary's current link") {
-    out = s.on_timer(fb.token, fb.when);
+  SUBCASE("every round passing for failback_after: traffic moves to the primary's current link") {
+    for (int64_t t = 1400; t < 2000; t += 100)
+      CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(t))));
+    out = s.on_event(probe(kPrimary, 2, true), at(2000));
     check_command(out, SupervisorCommand::Kind::activate, kPrimary, 2);
     CHECK(out.commands[0].reason.find("600 ms") != std::string::npos);
+    CHECK(out.commands[0].reason.find("0.93") != std::string::npos);
+    // On the primary: the probe stops.
+    check_command(s.on_event(switched(kPrimary, kFallback), at(2010)),
+                  SupervisorCommand::Kind::probe, kNoSlot);
+  }
+  SUBCASE("a failed round starts the wait over") {
+    CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(1400))));
+    CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(1500))));
+    CHECK(nothing(s.on_event(probe(kPrimary, 2, false), at(1600))));
+    for (int64_t t = 1700; t < 2300; t += 100)
+      CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(t))));
+    check_command(s.on_event(probe(kPrimary, 2, true), at(2300)), SupervisorCommand::Kind::activate,
+                  kPrimary, 2);
   }
   SUBCASE("not when the primary went down meanwhile, nor for an older primary link") {
-    r = one_timer(s.on_event(down(kPrimary, 2), at(1500)), 1550, 1600);
-    CHECK(nothing(s.on_timer(fb.token, fb.when)));
+    out = s.on_event(down(kPrimary, 2), at(1500));
+    check_command(out, SupervisorCommand::Kind::probe, kNoSlot);  // nothing to probe
+    r = one_timer(out, 1550, 1600);
+    CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(1550))));
     check_command(s.on_timer(r.token, r.when), SupervisorCommand::Kind::redial, kPrimary);
-    auto fb3 = one_timer(s.on_event(up(kPrimary, 3), at(1700)), 2300, 2300);
-    CHECK(nothing(s.on_timer(fb.token, at(2000))));  // the token of link 2 after link 3 is up
-    check_command(s.on_timer(fb3.token, fb3.when), SupervisorCommand::Kind::activate, kPrimary, 3);
+    check_command(s.on_event(up(kPrimary, 3), at(1700)), SupervisorCommand::Kind::probe, kPrimary);
+    for (int64_t t = 1800; t <= 2400; t += 100) {
+      CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(t))));  // link 2's, stale
+      if (t < 2400) CHECK(nothing(s.on_event(probe(kPrimary, 3, true), at(t))));
+    }
+    check_command(s.on_event(probe(kPrimary, 3, true), at(2400)), SupervisorCommand::Kind::activate,
+                  kPrimary, 3);
   }
-  SUBCASE("not when traffic is on the primary already") {
-    CHECK(nothing(s.on_event(switched(kPrimary, kFallback), at(1600))));
-    CHECK(nothing(s.on_timer(fb.token, fb.when)));
+  SUBCASE("traffic moving back by itself stops the probe; moving off again restarts it") {
+    check_command(s.on_event(switched(kPrimary, kFallback), at(1600)),
+                  SupervisorCommand::Kind::probe, kNoSlot);
+    CHECK(nothing(s.on_event(probe(kPrimary, 2, true), at(1700))));
+    check_command(s.on_event(switched(kFallback, kPrimary), at(1800)),
+                  SupervisorCommand::Kind::probe, kPrimary);
   }
-  SUBCASE("traffic moving to the fallback while the primary is up starts the wait there") {
-    CHECK(nothing(s.on_event(switched(kPrimary, kFallback), at(1600))));
-    fb = one_timer(s.on_event(switched(kFallback, kPrimary), at(1800)), 2400, 2400);
-    check_command(s.on_timer(fb.token, fb.when), SupervisorCommand::Kind::activate, kPrimary, 2);
+}
+
+TEST_CASE("failover: after a gray failure the fail-back waits out a hold that doubles") {
+  auto p = params(true);
+  p.gray_hold = 1000ms;
+  LinkSupervisor s(p);
+  start(s);
+  uint64_t epoch = 1;
+  // A gray failure at `t`, the primary up again at t + 200 and passing every round from then:
+  // when does the fail-back come?
+  auto fail_back_after_gray = [&](int64_t t) {
+    one_timer(s.on_event(gray_down(kPrimary, epoch), at(t)), t + 50, t + 100);
+    s.on_event(switched(kFallback, kPrimary), at(t));
+    ++epoch;
+    check_command(s.on_event(up(kPrimary, epoch), at(t + 200)), SupervisorCommand::Kind::probe,
+                  kPrimary);
+    for (int64_t at_ms = t + 300;; at_ms += 100) {
+      auto out = s.on_event(probe(kPrimary, epoch, true), at(at_ms));
+      if (!out.commands.empty()) {
+        check_command(out, SupervisorCommand::Kind::activate, kPrimary, epoch);
+        s.on_event(switched(kPrimary, kFallback), at(at_ms));
+        return at_ms - t;
+      }
+      REQUIRE(at_ms < t + 20000);
+    }
+  };
+  CHECK(fail_back_after_gray(1000) == 1000);  // the hold, longer than the 600 ms of passing
+  CHECK(fail_back_after_gray(3000) == 2000);
+  CHECK(fail_back_after_gray(6000) == 4000);
+  // Past the failover window (30 s) the hold is back to one.
+  CHECK(fail_back_after_gray(50000) == 1000);
+}
+
+TEST_CASE("failover: under multi-path a fallback made again is admitted after passing the probe") {
+  auto p = params(true);
+  p.multipath = true;
+  LinkSupervisor s(p);
+  start(s);
+  auto r = one_timer(s.on_event(gray_down(kFallback, 1), at(1000)), 1050, 1100);
+  check_command(s.on_timer(r.token, r.when), SupervisorCommand::Kind::redial, kFallback);
+  check_command(s.on_event(up(kFallback, 2), at(1200)), SupervisorCommand::Kind::probe, kFallback);
+  for (int64_t t = 1300; t < 1900; t += 100)
+    CHECK(nothing(s.on_event(probe(kFallback, 2, true), at(t))));
+  // The hold of its gray failure (1000 ms from 1000) has passed too.
+  auto out = s.on_event(probe(kFallback, 2, true), at(2000));
+  REQUIRE(out.commands.size() == 2);
+  CHECK(out.commands[0].kind == SupervisorCommand::Kind::admit);
+  CHECK(out.commands[0].slot == kFallback);
+  CHECK(out.commands[0].epoch == 2);
+  CHECK(out.commands[1].kind == SupervisorCommand::Kind::probe);
+  CHECK(out.commands[1].slot == kNoSlot);
+
+  SUBCASE("without multi-path a fallback made again is not probed") {
+    LinkSupervisor single(params(true));
+    start(single);
+    single.on_event(down(kFallback, 1), at(1000));
+    CHECK(single.on_event(up(kFallback, 2), at(1200)).commands.empty());
   }
 }
 
@@ -345,13 +442,18 @@ TEST_CASE("failover: the supervisor pins the peer to its fallback after too many
   auto fail_over = [&](int64_t t) {
     auto redial = one_timer(s.on_event(down(kPrimary, epoch, 30), at(t)), t + 50, t + 100);
     auto out = s.on_event(switched(kFallback, kPrimary), at(t));
-    CHECK(out.commands.empty());
+    CHECK(out.commands.empty());  // nothing to probe: the primary is down
     return std::make_pair(out, redial);
   };
   auto fail_back = [&](int64_t t) {
     ++epoch;
-    one_timer(s.on_event(up(kPrimary, epoch), at(t)), t + 600, t + 600);
-    CHECK(nothing(s.on_event(switched(kPrimary, kFallback), at(t + 600))));
+    check_command(s.on_event(up(kPrimary, epoch), at(t)), SupervisorCommand::Kind::probe, kPrimary);
+    for (int64_t at_ms = t; at_ms < t + 600; at_ms += 100)
+      CHECK(nothing(s.on_event(probe(kPrimary, epoch, true), at(at_ms))));
+    check_command(s.on_event(probe(kPrimary, epoch, true), at(t + 600)),
+                  SupervisorCommand::Kind::activate, kPrimary, epoch);
+    check_command(s.on_event(switched(kPrimary, kFallback), at(t + 600)),
+                  SupervisorCommand::Kind::probe, kNoSlot);
   };
 
   SUBCASE("failovers spread over more than the window never pin") {
@@ -374,7 +476,8 @@ TEST_CASE("failover: the supervisor pins the peer to its fallback after too many
     CHECK(s.active() == kFallback);
     CHECK(nothing(s.on_timer(redial.token, redial.when)));  // the pending redial is called off
     CHECK(nothing(s.on_event(redial_failed(kPrimary, epoch + 1), at(5200))));
-    CHECK(nothing(s.on_event(up(kPrimary, epoch + 1), at(5300))));    // no fail-back
+    CHECK(nothing(s.on_event(up(kPrimary, epoch + 1), at(5300))));  // no probe, no fail-back
+    CHECK(nothing(s.on_event(probe(kPrimary, epoch + 1, true), at(6000))));
     CHECK(nothing(s.on_event(down(kPrimary, epoch + 1), at(5400))));  // no redial
     CHECK(nothing(s.on_event(up(kPrimary, epoch + 2), at(5450))));
     // Pinned once: a later failover does not report it again.
@@ -388,10 +491,16 @@ TEST_CASE("failover: the supervisor pins the peer to its fallback after too many
     fail_over(1000);
     fail_back(1500);
     fail_over(3000);
-    auto fb = one_timer(s.on_event(up(kPrimary, ++epoch), at(3500)), 4100, 4100);
-    CHECK(nothing(s.on_event(switched(kPrimary, kFallback), at(3600))));  // the fallback failed
-    CHECK(s.on_event(switched(kFallback, kPrimary), at(3700)).pinned);  // before the primary's down
-    CHECK(nothing(s.on_timer(fb.token, fb.when)));
+    check_command(s.on_event(up(kPrimary, ++epoch), at(3500)), SupervisorCommand::Kind::probe,
+                  kPrimary);
+    // The fallback failed: traffic is on the primary, nothing to probe.
+    check_command(s.on_event(switched(kPrimary, kFallback), at(3600)),
+                  SupervisorCommand::Kind::probe, kNoSlot);
+    auto out = s.on_event(switched(kFallback, kPrimary), at(3700));  // before the primary's down
+    CHECK(out.pinned);
+    CHECK(out.commands.empty());  // pinned: the primary is not probed
+    for (int64_t t = 3800; t <= 5000; t += 100)
+      CHECK(nothing(s.on_event(probe(kPrimary, epoch, true), at(t))));
   }
 }
 

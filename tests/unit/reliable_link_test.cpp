@@ -952,6 +952,14 @@ TEST_CASE("channel messages: every kind survives encode and decode") {
     sw.switches = 5 + static_cast<uint64_t>(slot);
     all.push_back(sw);
   }
+  for (int slot : {kPrimary, kFallback}) {
+    ChannelMessage admit;
+    admit.kind = ChannelMessage::Kind::admit;
+    admit.slot = slot;
+    admit.stamp_us = 123456789;
+    admit.echo_us = 123000000 + static_cast<uint64_t>(slot);
+    all.push_back(admit);
+  }
   for (auto kind : {ChannelMessage::Kind::redial_request, ChannelMessage::Kind::redial_reply}) {
     ChannelMessage m;
     m.kind = kind;
@@ -978,6 +986,8 @@ TEST_CASE("channel messages: every kind survives encode and decode") {
     CHECK(d->switches == m.switches);
     CHECK(d->ranges == m.ranges);
     CHECK(d->offer == m.offer);
+    CHECK(d->stamp_us == (m.stamp_us != 0 ? m.stamp_us : 1));
+    CHECK(d->echo_us == m.echo_us);
   }
 }
 
@@ -1006,7 +1016,12 @@ TEST_CASE("channel messages: malformed ones are rejected with HCOMM_ERR_TRANSPOR
   with("version 0", enc(ChannelMessage{}), [](auto& e) { e.header.step &= 0xffff; });
   with("the next version", enc(ChannelMessage{}), [](auto& e) { e.header.step += 1u << 16; });
   with("kind 0", enc(ChannelMessage{}), [](auto& e) { e.header.step &= ~0xffffu; });
-  with("kind 6", enc(ChannelMessage{}), [](auto& e) { e.header.step += 5; });
+  with("kind 7", enc(ChannelMessage{}), [](auto& e) { e.header.step += 6; });
+  with("a timestamp of 0", enc(ChannelMessage{}), [](auto& e) { e.header.op_bytes = 0; });
+  ChannelMessage admit;
+  admit.kind = ChannelMessage::Kind::admit;
+  admit.slot = kFallback;
+  with("an admission of slot 3", enc(admit), [](auto& e) { e.header.chunk = 3; });
   with("a heartbeat with a payload", enc(ChannelMessage{}), [](auto& e) { e.payload = "x"; });
   with("a heartbeat with a slot", enc(ChannelMessage{}), [](auto& e) { e.header.chunk = 1; });
   with("a heartbeat with an attempt", enc(ChannelMessage{}), [](auto& e) { e.header.op_seq = 2; });

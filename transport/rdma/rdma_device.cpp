@@ -210,6 +210,40 @@ Status RdmaDevice::registration_error(size_t bytes, int err) const {
   return {HCOMM_ERR_MMAP, what};
 }
 
+namespace {
+
+/// One sysfs counter file's value; false when it does not exist or does not parse.
+bool read_counter(const std::string& path, uint64_t* value) {
+  std::ifstream in(path);
+  unsigned long long v = 0;
+  if (!(in >> v)) return false;
+  *value = v;
+  return true;
+}
+
+}  // namespace
+
+MediumCounters RdmaDevice::port_counters() const {
+  const std::string dir =
+      "/sys/class/infiniband/" + name_ + "/ports/" + std::to_string(static_cast<int>(port_)) + "/";
+  MediumCounters c;
+  uint64_t v = 0;
+  if (read_counter(dir + "hw_counters/sent_pkts", &v) ||
+      read_counter(dir + "counters/port_xmit_packets", &v)) {
+    c.valid = true;
+    c.packets_sent = v;
+  }
+  for (const char* name : {"hw_counters/completer_retry_err", "hw_counters/local_ack_timeout_err",
+                           "hw_counters/packet_seq_err"})
+    if (read_counter(dir + name, &v)) c.retransmits += v;
+  for (const char* name :
+       {"counters/symbol_error", "counters/port_rcv_errors", "counters/link_error_recovery",
+        "counters/local_link_integrity_errors", "counters/excessive_buffer_overrun_errors",
+        "hw_counters/retry_exceeded_err", "hw_counters/send_err"})
+    if (read_counter(dir + name, &v)) c.errors += v;
+  return c;
+}
+
 std::string RdmaDevice::describe() const {
   return name_ + " port " + std::to_string(port_) + " GID " + std::to_string(gid_index_) + " " +
          gid_text(gid_) + (netdev_.empty() ? "" : " (" + netdev_ + ")");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hcomm/status.hpp"
+#include "transport/link.hpp"
 #include "transport/rdma/async_event_monitor.hpp"
 #include "transport/rdma/mr_cache.hpp"
 
@@ -45,6 +46,11 @@ class RdmaDevice {
   Status registration_error(size_t bytes, int err) const;
   /// "rxe0 port 1 GID 3 ::ffff:198.18.0.1 (veth0)": for logs and errors.
   std::string describe() const;
+  /// The port's counters from sysfs (/sys/class/infiniband/NAME/ports/PORT/): packets sent and
+  /// retransmitted (hw_counters: sent_pkts, completer_retry_err; or the IB port counters'
+  /// port_xmit_packets) and the error counters that exist (symbol_error, port_rcv_errors,
+  /// link_error_recovery, ...). The port's, not one queue pair's: every link on it shares them.
+  MediumCounters port_counters() const;
   /// The device's asynchronous events (engine thread; one engine per process).
   AsyncEventMonitor& events();
 

@@ -107,6 +107,10 @@ LinkCaps RdmaLink::caps() const {
   return c;
 }
 
+MediumCounters RdmaLink::medium_counters() const {
+  return qps_->device().port_counters();
+}
+
 // ---- sending
 
 void RdmaLink::send_frame(SendRequest* request) {

@@ -3,11 +3,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/errno_text.hpp"
 #include "core/log.hpp"
 #include "transport/tcp/tcp_connector.hpp"
+#include "transport/tcp/tcp_counters.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
 namespace hcomm::transport::tcp {
@@ -228,6 +230,20 @@ void TcpLink::set_pacing_rate(double bytes_per_second) {
   params_.socket_options.pacing_rate = bytes_per_second;
   for (auto& s : streams_)
     if (s) set_socket_pacing(s->fd(), bytes_per_second);
+}
+
+MediumCounters TcpLink::medium_counters() const {
+  MediumCounters c;
+  for (const auto& s : streams_) {
+    if (!s) continue;
+    TcpCounters t;
+    if (!read_tcp_counters(s->fd(), &t)) continue;
+    c.valid = true;
+    c.packets_sent += t.segments_out;
+    c.retransmits += t.retransmits;
+    c.rtt_us = std::max(c.rtt_us, static_cast<double>(t.rtt_us));
+  }
+  return c;
 }
 
 void TcpLink::on_stream_failed(const Status& status, bool eof) {

@@ -59,6 +59,9 @@ class TcpLink final : public MediumLink, public StreamOwner {
   LinkCaps caps() const override;
   void set_traffic_class(int tos) override;
   void set_pacing_rate(double bytes_per_second) override;
+  /// The kernel's TCP_INFO of every stream, summed: segments sent, retransmitted, the largest
+  /// smoothed round trip.
+  MediumCounters medium_counters() const override;
 
  private:
   // MediumLink
