@@ -12,6 +12,8 @@ using transport::FrameHeader;
 using transport::FrameKind;
 
 constexpr size_t kRangeBytes = 16;
+constexpr uint8_t kBusyBit = 1;
+constexpr uint8_t kPacedBit = 2;
 
 Status malformed(const std::string& what) {
   return {HCOMM_ERR_TRANSPORT, "malformed reliable-channel message: " + what};
@@ -82,6 +84,7 @@ EncodedChannelMessage encode(const ChannelMessage& m, uint32_t comm_id) {
   h.offset = m.cumulative;
   h.op_bytes = m.stamp_us != 0 ? m.stamp_us : 1;
   h.link_seq = m.echo_us;
+  h.redop = static_cast<uint8_t>((m.busy ? kBusyBit : 0) | (m.paced ? kPacedBit : 0));
   if (m.kind == ChannelMessage::Kind::ack) {
     out.payload.resize(m.ranges.size() * kRangeBytes);
     for (size_t i = 0; i < m.ranges.size(); ++i) {
@@ -108,11 +111,15 @@ Expected<ChannelMessage> decode(const FrameHeader& h, const std::string& payload
     return malformed(std::to_string(payload.size()) + " payload bytes, more than " +
                      std::to_string(transport::kMaxChannelPayload));
   if (h.op_bytes == 0) return malformed("timestamp 0");
+  if ((h.redop & ~(kBusyBit | kPacedBit)) != 0)
+    return malformed("state bits " + std::to_string(h.redop));
   ChannelMessage m;
   m.kind = static_cast<ChannelMessage::Kind>(kind);
   m.cumulative = h.offset;
   m.stamp_us = h.op_bytes;
   m.echo_us = h.link_seq;
+  m.busy = (h.redop & kBusyBit) != 0;
+  m.paced = (h.redop & kPacedBit) != 0;
   const std::string name = to_string(m.kind);
   if (names_slot(m.kind)) {
     if (h.chunk != static_cast<uint32_t>(kPrimary) && h.chunk != static_cast<uint32_t>(kFallback))

@@ -13,6 +13,8 @@
 // - op_bytes: the sender's timestamp (microseconds of its steady clock, never 0);
 // - link_seq: the last timestamp the sender received on this link, advanced by how long it held
 //   it (0: none yet), so that the receiver's clock minus it is a round trip;
+// - redop: the sender's state on this link: bit 0 frames of its wait there (busy), bit 1 its
+//   traffic is paced (a QoS class holds it below the link's speed);
 // - payload: the acknowledged ranges above the cumulative point (ack: 16 bytes a range, first
 //   and last, host byte order like the header), or the sender's offer (redial request and
 //   reply); empty for the others.
@@ -71,6 +73,10 @@ struct ChannelMessage {
   uint64_t stamp_us = 0;
   /// The last stamp_us the sender received on this link plus how long it held it; 0: none.
   uint64_t echo_us = 0;
+  /// Frames of the sender's wait on this link (a round trip measured now includes queueing).
+  bool busy = false;
+  /// The sender's traffic is paced below the link's speed (QoS): slow arrivals are no fault.
+  bool paced = false;
 };
 
 /// A message as a frame: send with Link::send_channel(header, payload).

@@ -208,7 +208,7 @@ void ReliableLink::on_slot_up(int slot, uint64_t epoch, const Status& status) {
   s.detector.reset(last_life_);
   s.last_sent = scheduler_.now();
   s.heard_since_up = 0;
-  s.health.restart(last_life_);
+  s.health.restart();
   s.echo.reset();
   s.peer_stamp_us = 0;
   // A link made at creation may carry traffic at once; a reconnected one once it is switched
@@ -257,7 +257,7 @@ void ReliableLink::retire(int slot) {
   replay_.for_each([slot](ReplayBuffer::Frame& f) {
     if (f.counted_slot == slot) f.counted_slot = -1;
   });
-  s.health.restart(scheduler_.now());
+  s.health.restart();
   s.admitted = false;
   if (s.tap) s.tap->retired = true;
   if (s.link) {

@@ -162,6 +162,7 @@ class ReliableLink final : public transport::Link, private ProxyOwner {
     ProbeEcho echo;              // the peer's probe rounds on this link
     uint64_t peer_stamp_us = 0;  // the last timestamp the peer sent on this link, and when
     Clock::time_point peer_stamp_at{};
+    bool peer_paced = false;  // the peer's last message said its traffic is paced (QoS)
     Slot(const KeepaliveDetector& d, const GrayParams& gray);
     Slot(Slot&&) noexcept;
     ~Slot();

@@ -74,6 +74,8 @@ void ReliableLink::send_on(int slot, ChannelMessage message) {
   if (s.state != SlotState::up) return;
   message.cumulative = receipts_.cumulative();
   message.stamp_us = stamp_now();
+  message.busy = s.health.outstanding() > 0;
+  message.paced = pacing_ > 0;
   if (s.peer_stamp_us != 0)
     message.echo_us = s.peer_stamp_us +
                       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(

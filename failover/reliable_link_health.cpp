@@ -41,17 +41,19 @@ void ReliableLink::on_stamps(int slot, const ChannelMessage& m) {
   const uint64_t now_us = stamp_now();
   s.peer_stamp_us = m.stamp_us;
   s.peer_stamp_at = scheduler_.now();
+  s.peer_paced = m.paced;
   if (m.echo_us != 0 && now_us >= m.echo_us)
-    s.health.on_round_trip(std::chrono::microseconds(now_us - m.echo_us));
+    s.health.on_round_trip(std::chrono::microseconds(now_us - m.echo_us),
+                           /*idle=*/!m.busy && s.health.outstanding() == 0);
 }
 
 void ReliableLink::count_on(ReplayBuffer::Frame& f, int slot) {
   if (f.counted_slot == slot) return;
   const auto now = scheduler_.now();
   if (f.counted_slot >= 0)
-    slots_[static_cast<size_t>(f.counted_slot)].health.on_withdrawn(f.header.length, now);
+    slots_[static_cast<size_t>(f.counted_slot)].health.on_withdrawn(f.header.length);
   f.counted_slot = slot;
-  if (slot >= 0) slots_[static_cast<size_t>(slot)].health.on_sent(f.header.length, now);
+  if (slot >= 0) f.stamp = slots_[static_cast<size_t>(slot)].health.on_sent(f.header.length, now);
 }
 
 void ReliableLink::watch_health(Clock::time_point now) {
@@ -67,8 +69,8 @@ void ReliableLink::watch_health(Clock::time_point now) {
     // Only a link that carries traffic is judged, and only while the other could take it.
     if (s.state != SlotState::up || (i != active_ && !both)) continue;
     if (o.state != SlotState::up || !o.proven || !o.admitted) continue;
-    const std::string why = s.health.sick(o.health.healthy_bps(), pacing_);
-    if (why.empty() || !o.health.sick(s.health.healthy_bps(), pacing_).empty()) continue;
+    std::string why = s.health.sick(o.health.healthy_in_bps(), /*goodput=*/!s.peer_paced);
+    if (why.empty() || !o.health.sick(s.health.healthy_in_bps(), !o.peer_paced).empty()) continue;
     recorder_.count_gray();
     fail_slot(i, "gray failure: " + why, /*gray=*/true);
     return;  // one verdict a tick: the other link's figures change with the traffic
@@ -154,9 +156,11 @@ void ReliableLink::publish_health() {
     else
       info.state = both ? "multipath" : "standby";
     const HealthFigures f = s.health.figures();
-    info.goodput_gbps = f.goodput_bps * 8 / 1e9;
-    info.busy_share = f.busy_share;
-    info.healthy_gbps = f.healthy_bps * 8 / 1e9;
+    info.goodput_in_gbps = f.goodput_in_bps * 8 / 1e9;
+    info.busy_in_share = f.busy_in_share;
+    info.healthy_in_gbps = f.healthy_in_bps * 8 / 1e9;
+    info.goodput_out_gbps = f.goodput_out_bps * 8 / 1e9;
+    info.healthy_out_gbps = f.healthy_out_bps * 8 / 1e9;
     info.probe_gbps = f.probe_bps * 8 / 1e9;
     info.rtt_us = f.srtt_us;
     info.min_rtt_us = f.min_rtt_us;
@@ -165,7 +169,8 @@ void ReliableLink::publish_health() {
     info.packets_sent = f.packets_sent;
     info.retransmits = f.retransmits;
     info.errors = f.errors;
-    info.bytes_acked = f.acked_bytes;
+    info.bytes_in = f.bytes_in;
+    info.bytes_acked = f.bytes_acked;
   }
   recorder_.publish_links(peer(), links);
 }

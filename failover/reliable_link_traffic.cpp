@@ -68,7 +68,7 @@ void ReliableLink::on_acknowledged(uint64_t cumulative, const std::vector<AckRan
   for (uint64_t seq : replay_.acknowledge(cumulative, ranges))
     if (ReplayBuffer::Frame* f = replay_.find(seq)) {
       if (f->counted_slot >= 0) {
-        slots_[static_cast<size_t>(f->counted_slot)].health.on_acked(f->header.length,
+        slots_[static_cast<size_t>(f->counted_slot)].health.on_acked(f->header.length, f->stamp,
                                                                      scheduler_.now());
         f->counted_slot = -1;
       }

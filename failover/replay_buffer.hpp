@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "failover/channel_message.hpp"
+#include "failover/link_health.hpp"
 #include "transport/frame.hpp"
 #include "transport/link.hpp"
 
@@ -51,8 +52,10 @@ class ReplayBuffer {
     /// link is up it delivers the frame, which is not sent again on another.
     int last_slot = -1;
     uint64_t last_epoch = 0;
-    /// The slot whose link health counts it as waiting (in-place frames only; -1: none).
+    /// The slot whose link health counts it as waiting (in-place frames only; -1: none), and
+    /// what that link's health noted when it was sent there.
     int counted_slot = -1;
+    DeliveryStamp stamp;
   };
 
   /// Numbers `request`'s frame (header.link_seq, from 1 up) and keeps it, as a copy or in place

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace hcomm::transport {
 
@@ -21,6 +22,21 @@ IncomingFrame* FrameRouter::claim_held(RecvRequest* request) {
 bool FrameRouter::holding() const {
   return std::any_of(inputs_.begin(), inputs_.end(),
                      [](const IncomingFrame* in) { return in->held(); });
+}
+
+std::chrono::microseconds FrameRouter::receiving(HoldPolicy::Clock::time_point now) const {
+  auto busy = arrived_for_;
+  if (arriving_ > 0 && now > arriving_since_) busy += now - arriving_since_;
+  return std::chrono::duration_cast<std::chrono::microseconds>(busy);
+}
+
+void FrameRouter::data_began(HoldPolicy::Clock::time_point now) {
+  if (arriving_++ == 0) arriving_since_ = now;
+}
+
+void FrameRouter::data_ended(HoldPolicy::Clock::time_point now) {
+  if (arriving_ > 0 && --arriving_ == 0 && now > arriving_since_)
+    arrived_for_ += now - arriving_since_;
 }
 
 void FrameRouter::fail(const Status& status) {
@@ -59,6 +75,8 @@ IncomingFrame::Event IncomingFrame::begin(const FrameHeader& h, Clock::time_poin
       }
       break;
     case FrameKind::data:
+      data_ = true;
+      router_.data_began(now);
       if (router_.observer_.should_drop(h)) break;
       if (RecvRequest* r = router_.posted_.take(MatchKey::of(h))) {
         take(r);
@@ -140,12 +158,14 @@ IncomingFrame::Event IncomingFrame::add(const std::byte* data, size_t bytes) {
       if (!active_) return Event::none;  // the link failed meanwhile
     }
     got_ += bytes;
+    if (data_) router_.data_bytes_ += bytes;
   }
   return got_ == header_.length ? finish() : Event::none;
 }
 
 IncomingFrame::Event IncomingFrame::wrote(size_t bytes) {
   got_ += bytes;
+  if (data_) router_.data_bytes_ += bytes;
   return got_ == header_.length ? finish() : Event::none;
 }
 
@@ -160,6 +180,7 @@ IncomingFrame::Event IncomingFrame::finish() {
   request_ = nullptr;
   dst_ = nullptr;
   payload_ = Payload();
+  if (std::exchange(data_, false)) router_.data_ended(Clock::now());
   switch (route) {
     case Route::direct:
     case Route::pieces:
@@ -198,6 +219,7 @@ void IncomingFrame::fail(const Status& status) {
   route_ = Route::discard;
   request_ = nullptr;
   dst_ = nullptr;
+  if (std::exchange(data_, false)) router_.data_ended(Clock::now());
   if (in_progress != nullptr) in_progress->on_received(status);
 }
 

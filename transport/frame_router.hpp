@@ -72,6 +72,10 @@ class FrameRouter {
   std::vector<std::pair<FrameHeader, Payload>> take_stored() { return unexpected_.take_all(); }
   /// True while some input holds a frame: the peer's silence is then no sign of a fault.
   bool holding() const;
+  /// Payload bytes of data frames the inputs received, and for how long one was arriving on
+  /// some input (MediumCounters::bytes_received, receiving_us), up to `now`.
+  uint64_t data_bytes() const { return data_bytes_; }
+  std::chrono::microseconds receiving(HoldPolicy::Clock::time_point now) const;
   /// The link failed: every posted receive and every frame in progress gets `status`. Stored
   /// frames stay (a receive posted later still gets them).
   void fail(const Status& status);
@@ -79,11 +83,19 @@ class FrameRouter {
  private:
   friend class IncomingFrame;
 
+  /// A data frame began or ended arriving on an input (IncomingFrame).
+  void data_began(HoldPolicy::Clock::time_point now);
+  void data_ended(HoldPolicy::Clock::time_point now);
+
   LinkObserver& observer_;
   const int peer_;
   PostedReceives posted_;
   UnexpectedFrames unexpected_;
   std::vector<IncomingFrame*> inputs_;
+  uint64_t data_bytes_ = 0;
+  int arriving_ = 0;  // inputs with a data frame in progress
+  HoldPolicy::Clock::time_point arriving_since_{};
+  HoldPolicy::Clock::duration arrived_for_{};  // the time some input had one, before that
 };
 
 /// One ordered input of a link and the frame arriving on it. The medium feeds it the header, then
@@ -165,6 +177,7 @@ class IncomingFrame {
   size_t got_ = 0;
   Route route_ = Route::discard;
   RecvRequest* request_ = nullptr;
+  bool data_ = false;         // a data frame: its bytes and time are counted (FrameRouter)
   std::byte* dst_ = nullptr;  // direct: the receive's buffer; stash, control: payload_
   Payload payload_;
   Clock::time_point held_since_{};

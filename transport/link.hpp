@@ -99,10 +99,15 @@ struct LinkCaps {
   bool detects_peer_failure = false;  ///< reports a dead peer by itself (EOF, RST, CQ error)
 };
 
-/// What a medium counts about its own delivery, since the link was made: loss signals for the
-/// reliable channel's link health (failover/link_health.hpp). Counters only grow; a medium that
-/// counts nothing returns `valid` false.
+/// What a link counts about its delivery since it was made, for the reliable channel's link
+/// health (failover/link_health.hpp). Counters only grow.
 struct MediumCounters {
+  /// What arrived: payload bytes of the peer's data frames, and the time during which one of
+  /// them was arriving (its header in, its payload not yet whole) — their ratio is the rate the
+  /// link delivers at while the peer sends. Every medium's link counts these (FrameRouter).
+  uint64_t bytes_received = 0;
+  uint64_t receiving_us = 0;
+  /// What the medium itself counts (false: nothing, the fields below are 0).
   bool valid = false;
   uint64_t packets_sent = 0;  ///< segments (TCP) or packets (RDMA) sent
   uint64_t retransmits = 0;   ///< of them sent again after a loss (TCP_INFO, RDMA retries)

@@ -102,4 +102,11 @@ void MediumLink::fail(const Status& status, bool graceful) {
   if (was_up && !closing_) observer_.on_link_failed(id_.peer, status, graceful);
 }
 
+MediumCounters MediumLink::medium_counters() const {
+  MediumCounters c = delivery_counters();
+  c.bytes_received = router_.data_bytes();
+  c.receiving_us = static_cast<uint64_t>(router_.receiving(HoldPolicy::Clock::now()).count());
+  return c;
+}
+
 }  // namespace hcomm::transport

@@ -67,6 +67,9 @@ class MediumLink : public Link {
   bool cancel_recv(RecvRequest* request) final { return router_.cancel(request); }
   std::vector<std::pair<FrameHeader, Payload>> take_stored() final { return router_.take_stored(); }
   bool holds_unmatched() const final { return router_.holding(); }
+  /// What the router counted of arriving data frames, and what the medium counts itself
+  /// (delivery_counters()).
+  MediumCounters medium_counters() const final;
   /// Says goodbye the medium's way (say_goodbye()); the link ends without telling the observer.
   void close() final;
   void abandon() final;
@@ -95,6 +98,9 @@ class MediumLink : public Link {
   /// A close frame arrived on an input: by default the link ends gracefully at once (the
   /// goodbye is the last thing the peer sent on an ordered medium).
   virtual void on_goodbye() { peer_closed(); }
+  /// What the medium itself counts of its delivery (MediumCounters: packets, retransmits,
+  /// errors, its round trip); by default nothing (`valid` false).
+  virtual MediumCounters delivery_counters() const { return {}; }
 
   // ---- what the skeleton gives a medium
   /// Establishment succeeded: the link is up, logged, and on_up hears OK.

@@ -87,17 +87,25 @@ struct HCOMM_API LinkHealthInfo {
   /// "standby" (up, healthy, idle), "probation" (up again, probed before it carries traffic),
   /// "connecting", "down"
   std::string state;
-  double goodput_gbps = 0;  ///< over the last window, while frames waited on it
-  double busy_share = 0;    ///< share of that window during which frames waited
-  double healthy_gbps = 0;  ///< the best window goodput while healthy
-  double probe_gbps = 0;    ///< the last data-path probe round (both ways)
-  double rtt_us = 0;        ///< smoothed round trip of the reliable channel's messages
+  /// The peer's frames: the rate they arrived at over the last window (bytes over the time
+  /// during which one was arriving), that time's share of the window, the best window while
+  /// healthy.
+  double goodput_in_gbps = 0;
+  double busy_in_share = 0;
+  double healthy_in_gbps = 0;
+  /// This rank's large frames: the best delivery rate (acknowledged bytes over time) of the
+  /// last window, and the best of any.
+  double goodput_out_gbps = 0;
+  double healthy_out_gbps = 0;
+  double probe_gbps = 0;  ///< the last data-path probe round (both ways)
+  double rtt_us = 0;      ///< smoothed round trip of the reliable channel's messages
   double min_rtt_us = 0;
   double medium_rtt_us = 0;   ///< the medium's own (TCP_INFO)
   double loss = 0;            ///< share of the window's packets the medium sent again
   uint64_t packets_sent = 0;  ///< counted by the medium, every link of this slot together
   uint64_t retransmits = 0;   ///< TCP retransmissions, RDMA retries
   uint64_t errors = 0;        ///< the port's error counters (RDMA: CRC, symbol errors, ...)
+  uint64_t bytes_in = 0;      ///< data payload that arrived on this link
   uint64_t bytes_acked = 0;   ///< large-frame payload the peer acknowledged on this link
 };
 

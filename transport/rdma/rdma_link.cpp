@@ -107,7 +107,7 @@ LinkCaps RdmaLink::caps() const {
   return c;
 }
 
-MediumCounters RdmaLink::medium_counters() const {
+MediumCounters RdmaLink::delivery_counters() const {
   return qps_->device().port_counters();
 }
 

@@ -54,7 +54,7 @@ class RdmaLink final : public MediumLink,
 
   LinkCaps caps() const override;
   /// The device port's counters (RdmaDevice::port_counters()).
-  MediumCounters medium_counters() const override;
+  MediumCounters delivery_counters() const override;
   // AsyncEventListener: the device's events fail the link at once.
   void on_device_fault(const std::string& what) override;
   void on_qp_fault(ibv_qp* qp, const std::string& what) override;

@@ -232,7 +232,7 @@ void TcpLink::set_pacing_rate(double bytes_per_second) {
     if (s) set_socket_pacing(s->fd(), bytes_per_second);
 }
 
-MediumCounters TcpLink::medium_counters() const {
+MediumCounters TcpLink::delivery_counters() const {
   MediumCounters c;
   for (const auto& s : streams_) {
     if (!s) continue;

@@ -61,7 +61,7 @@ class TcpLink final : public MediumLink, public StreamOwner {
   void set_pacing_rate(double bytes_per_second) override;
   /// The kernel's TCP_INFO of every stream, summed: segments sent, retransmitted, the largest
   /// smoothed round trip.
-  MediumCounters medium_counters() const override;
+  MediumCounters delivery_counters() const override;
 
  private:
   // MediumLink
