@@ -38,6 +38,7 @@
 #include "chaos/runner.hpp"
 #include "chaos/verdict.hpp"
 #include "chaos/workload.hpp"
+#include "core/parse.hpp"
 
 using namespace hcomm::tools::chaos;
 using hcomm::Communicator;
@@ -71,6 +72,36 @@ std::unique_ptr<Communicator> join(const Options& o) {
 [[noreturn]] void fail(const Communicator& comm, const char* what, const hcomm::Status& st) {
   std::fprintf(stderr, "hcomm-chaos: rank %d: %s: %s\n", comm.rank(), what, st.to_string().c_str());
   std::exit(kExitFailed);
+}
+
+// --reference-s: the workload for that long on a communicator of its own whose every link runs
+// over the fallback's network (its primary and fallback links both there, so that it pays what
+// the main one pays for failover), while the main one waits; its GB/s in operations.
+double measure_reference(const Options& o, const Communicator& main) {
+  hcomm::Config cfg = main.config();
+  const std::vector<std::string> ifnames = hcomm::core::split_list(cfg.socket_ifname);
+  const std::string fallback = !cfg.fallback_ifname.empty() ? cfg.fallback_ifname
+                               : ifnames.size() >= 2        ? ifnames[1]
+                                                            : "";
+  if (fallback.empty())
+    usage_error(
+        "--reference-s: no fallback network to measure: set HCOMM_FALLBACK_IFNAME, or list two "
+        "interfaces in HCOMM_SOCKET_IFNAME");
+  cfg.socket_ifname = fallback;
+  cfg.fallback_ifname = fallback;
+  auto comm = Communicator::create(cfg);
+  if (!comm) fail(main, "creating the reference communicator", comm.status());
+  Options ro = o;
+  ro.iters = 0;
+  ro.seconds = o.reference_s;
+  ro.faults.clear();
+  ro.flaps.clear();
+  Workload workload(ro, (*comm)->rank(), (*comm)->size());
+  const hcomm::Status st = (*comm)->barrier();
+  if (!st.ok()) fail(**comm, "the reference run's start barrier", st);
+  const RunRecord rec = Runner(**comm, ro, workload, std::chrono::steady_clock::now()).run();
+  if (rec.ending != Ending::completed) fail(**comm, "the reference run", rec.error);
+  return gbps_in_ops(rec, workload.bytes());
 }
 
 // Every rank's pid, by rank: stop and kill signal them.
@@ -116,6 +147,7 @@ int main(int argc, char** argv) {
   Report report(o, plan, workload, *comm);
   const std::vector<pid_t> pids = gather_pids(*comm);
   if (rank == 0) report.header();
+  const double reference_gbps = o.reference_s > 0 ? measure_reference(o, *comm) : 0;
 
   const hcomm::Status st = comm->barrier();
   if (!st.ok()) fail(*comm, "the start barrier", st);
@@ -138,7 +170,8 @@ int main(int argc, char** argv) {
                       injector.done(),
                       injector.problems(),
                       comm->config(),
-                      workload.checks_elements()};
+                      workload.checks_elements(),
+                      reference_gbps};
   const Verdict mine = judge_rank(o, plan, view);
   report.rank_figures(view);
   const std::string my_json = o.json_path.empty() ? std::string() : report.rank_json(view, mine);

@@ -14,9 +14,16 @@ Window window(const std::string& name, double from_s, double to_s, const RunReco
   w.from_s = from_s;
   w.to_s = to_s;
   std::vector<double> ms;
+  double total_ms = 0;
   for (const IterationTime& it : rec.iterations)
-    if (it.start_s >= from_s && it.start_s < to_s) ms.push_back((it.end_s - it.start_s) * 1e3);
+    if (it.start_s >= from_s && it.start_s < to_s) {
+      ms.push_back((it.end_s - it.start_s) * 1e3);
+      total_ms += ms.back();
+    }
   w.iterations = ms.size();
+  if (total_ms > 0)
+    w.gbps_in_ops =
+        static_cast<double>(bytes) * static_cast<double>(ms.size()) / (total_ms * 1e-3) / 1e9;
   if (!ms.empty()) {
     std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
     w.median_ms = ms[ms.size() / 2];
@@ -27,6 +34,10 @@ Window window(const std::string& name, double from_s, double to_s, const RunReco
 }
 
 }  // namespace
+
+double gbps_in_ops(const RunRecord& rec, size_t bytes) {
+  return rec.iterations.empty() ? 0 : window("", 0, 1e300, rec, bytes).gbps_in_ops;
+}
 
 bool is_detection(LinkEvent::Kind kind) {
   return kind == LinkEvent::Kind::failover || kind == LinkEvent::Kind::link_down ||
@@ -48,9 +59,10 @@ Analysis analyze(const FaultPlan& plan, const RunRecord& rec, const FailoverStat
     const double until =
         i + 1 < faults.size() ? faults[i + 1].at_s : std::numeric_limits<double>::infinity();
     for (const TimedEvent& te : a.events) {
-      if (te.t_s < f.at_s || te.t_s >= until || !is_detection(te.event.kind)) continue;
-      ff.detection = Detection{(te.t_s - f.at_s) * 1e3, te};
-      break;
+      if (te.t_s < f.at_s || te.t_s >= until) continue;
+      const LinkEvent::Kind k = te.event.kind;
+      if (k == LinkEvent::Kind::failover || k == LinkEvent::Kind::failback) ++ff.switches;
+      if (!ff.detection && is_detection(k)) ff.detection = Detection{(te.t_s - f.at_s) * 1e3, te};
     }
     double covered_until = f.end_s();
     if (ff.detection) {
@@ -64,7 +76,7 @@ Analysis analyze(const FaultPlan& plan, const RunRecord& rec, const FailoverStat
     for (const IterationTime& it : rec.iterations)
       if (it.end_s >= f.at_s && it.start_s <= covered_until)
         ff.longest_op_ms = std::max(ff.longest_op_ms, (it.end_s - it.start_s) * 1e3);
-    if (ff.victim) ff = FaultFigures{true, std::nullopt, std::nullopt, ff.longest_op_ms};
+    if (ff.victim) ff = FaultFigures{true, std::nullopt, std::nullopt, ff.longest_op_ms, 0};
     a.faults.push_back(ff);
   }
 

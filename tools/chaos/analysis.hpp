@@ -35,6 +35,8 @@ struct FaultFigures {
   std::optional<double> recovery_ms;
   /// The longest iteration that overlapped the fault (from its time to its end or recovery).
   double longest_op_ms = 0;
+  /// Traffic switches (failover and failback events) from its time to the next fault's.
+  uint64_t switches = 0;
 };
 
 struct Window {
@@ -44,7 +46,13 @@ struct Window {
   double median_ms = 0;   ///< of their durations (0 without any)
   double algbw_gbps = 0;  ///< bytes / median time, 1 GB = 1e9 B
   double iters_per_s = 0;
+  /// bytes x iterations / the time they took together: what the window delivered, stalls
+  /// included (the median above ignores them).
+  double gbps_in_ops = 0;
 };
+
+/// GB/s in operations of all of `rec`'s iterations (the reference run's figure).
+double gbps_in_ops(const RunRecord& rec, size_t bytes);
 
 struct Analysis {
   std::vector<TimedEvent> events;

@@ -42,6 +42,10 @@ const char kUsageHead[] =
     "                         change is compared element by element, and a digest of every\n"
     "                         result (FNV-1a 64) is printed for --expect-digest\n"
     "      --seed N           seed of the inputs (default 1)\n"
+    "      --check-every N    compare every Nth result element by element (default 1: each);\n"
+    "                         the digest covers every result, so that --expect-digest still\n"
+    "                         checks them all: for loops that must spend their time in the\n"
+    "                         operation (throughput under a fault)\n"
     "  -r, --root R           broadcast root (default 0)\n"
     "  -a, --algo A           force the algorithm (auto: the library's choice): two runs\n"
     "                         compared by digest must reduce in the same order. By operation:\n";
@@ -91,6 +95,11 @@ const char kUsageTail[] =
     "  --expect-event KIND           at least one event KIND (failover, failback, link_down,\n"
     "                                reconnect_attempt, reconnected, pinned, peer_lost)\n"
     "  --max-failovers MAX           at most MAX failovers on each rank\n"
+    "  --max-switches MAX            at most MAX switches of traffic (failovers and\n"
+    "                                failbacks) per fault, from its time to the next\n"
+    "                                fault's, on each rank: no oscillation\n"
+    "  --min-during-pct P            throughput during the faults at least P% of the\n"
+    "                                reference's (needs --reference-s)\n"
     "  --expect-final-transport T    at the end, traffic to every live peer on T (tcp, rdma,\n"
     "                                shm, tcp-fallback, ...), on every rank\n"
     "  Checks over all ranks use every rank's figures, gathered at the end; when a rank was\n"
@@ -99,8 +108,15 @@ const char kUsageTail[] =
     "  every rank: the transport to each peer at the start, at the end and when it changes,\n"
     "  failures, a summary line; rank 0: the schedule, events, per-fault detection (from the\n"
     "  fault's time to the first failover/link_down/peer_lost event after it) and recovery\n"
-    "  (to the end of the first iteration completed after that event), throughput (algbw =\n"
-    "  bytes / median iteration time, iterations/s) before, during and after the faults\n"
+    "  (to the end of the first iteration completed after that event), throughput before,\n"
+    "  during and after the faults (algbw = bytes / median iteration time; GB/s in ops =\n"
+    "  bytes / the time spent in operations, stalls included; iterations/s), the switches\n"
+    "  per fault\n"
+    "  --reference-s S        first run the workload S seconds over the fallback's network\n"
+    "                         alone (HCOMM_FALLBACK_IFNAME, or HCOMM_SOCKET_IFNAME's second\n"
+    "                         interface: both links of every peer there) and show each\n"
+    "                         window's GB/s in ops against it: what the fallback delivers\n"
+    "                         when healthy\n"
     "  -J, --json FILE        rank 0 writes every rank's figures (its own only when they cannot\n"
     "                         be gathered); a FILE with %r: each rank writes its own\n"
     "  -h, --help             this text\n"
@@ -169,6 +185,10 @@ enum LongOnly : int {
   kExpectDetection,
   kExpectFinalTransport,
   kCompression,
+  kReference,
+  kMinDuringPct,
+  kMaxSwitches,
+  kCheckEvery,
 };
 
 }  // namespace
@@ -209,6 +229,10 @@ Options parse_options(int argc, char** argv) {
       {"expect-final-transport", required_argument, nullptr, kExpectFinalTransport},
       {"json", required_argument, nullptr, 'J'},
       {"compression", required_argument, nullptr, kCompression},
+      {"reference-s", required_argument, nullptr, kReference},
+      {"min-during-pct", required_argument, nullptr, kMinDuringPct},
+      {"max-switches", required_argument, nullptr, kMaxSwitches},
+      {"check-every", required_argument, nullptr, kCheckEvery},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -317,6 +341,28 @@ Options parse_options(int argc, char** argv) {
           usage_error(std::string("--compression: '") + optarg +
                       "' is none of none, fp16, bf16, delta, zstd, auto");
         break;
+      case kReference: {
+        const auto v = parse_seconds(optarg);
+        if (!v || *v <= 0 || *v > 3600)
+          usage_error(std::string("--reference-s: expected seconds > 0 (5, 2.5, ...), got '") +
+                      optarg + "'");
+        o.reference_s = *v;
+        break;
+      }
+      case kMinDuringPct: {
+        const auto v = core::parse_real(optarg);
+        if (!v || *v <= 0 || *v > 1000)
+          usage_error(std::string("--min-during-pct: expected a percentage > 0, got '") + optarg +
+                      "'");
+        o.min_during_pct = *v;
+        break;
+      }
+      case kCheckEvery:
+        o.check_every = need_uint("--check-every", optarg, 1, 1u << 30);
+        break;
+      case kMaxSwitches:
+        o.max_switches = need_uint("--max-switches", optarg, 0, 1u << 30);
+        break;
       case 'h':
         print_help(usage_text());
       case ':':
@@ -333,6 +379,8 @@ Options parse_options(int argc, char** argv) {
   if (o.iters != 0 && seconds_given) usage_error("give --iters or --seconds, not both");
   if (o.expect_digest && o.iters == 0)
     usage_error("--expect-digest needs --iters: two runs compare the same iterations");
+  if (o.min_during_pct && o.reference_s == 0)
+    usage_error("--min-during-pct needs --reference-s: the throughput it compares with");
   return o;
 }
 

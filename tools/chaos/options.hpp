@@ -30,10 +30,15 @@ struct Options {
   double seconds = 10;     ///< used when iters == 0
   double interval_ms = 0;  ///< pause between two iterations
   DataMode data = DataMode::exact;
+  /// Compare every Nth result element by element (the digest covers every one); 1: all.
+  uint64_t check_every = 1;
   uint64_t seed = 1;
   int root = 0;
   std::string algo;  ///< empty: the library's choice
   hcomm::Compression compression = hcomm::Compression::none;
+  /// --reference-s: first run the workload this long over the fallback's network alone (a
+  /// communicator of its own with every link there, no failover); 0: no reference.
+  double reference_s = 0;
 
   // ---- faults, as written on the command line
   std::vector<std::string> faults;
@@ -50,6 +55,11 @@ struct Options {
   std::vector<std::string> expect_events;  ///< link event kinds that must occur
   bool expect_detection = false;
   std::string expect_final_transport;
+  /// Throughput during the faults (bytes over the time spent in operations) at least this % of
+  /// the reference's (--reference-s).
+  std::optional<double> min_during_pct;
+  /// At most this many traffic switches (failovers and failbacks) per fault, on each rank.
+  std::optional<uint64_t> max_switches;
 
   std::string json_path;
 };

@@ -112,8 +112,10 @@ void Report::rank_figures(const RankView& v) const {
     const std::string when = fault.end_s() > fault.at_s
                                  ? format("%.3f s .. %.3f s", fault.at_s, fault.end_s())
                                  : format("%.3f s", fault.at_s);
-    std::printf("rank %d: %s [%s]: %s; longest operation %.1f ms\n", rank_, fault.label.c_str(),
-                when.c_str(), text.c_str(), f.longest_op_ms);
+    std::printf("rank %d: %s [%s]: %s; longest operation %.1f ms; %" PRIu64
+                " switches (failovers and failbacks) until the next fault\n",
+                rank_, fault.label.c_str(), when.c_str(), text.c_str(), f.longest_op_ms,
+                f.switches);
   }
   std::printf("rank %d: traffic at end: %s\n", rank_, transports_text(rec.transports_end).c_str());
   const FailoverStats& s = v.stats;
@@ -130,16 +132,24 @@ void Report::rank_figures(const RankView& v) const {
   std::printf("# digest: %016" PRIx64 " (FNV-1a 64 of the %zu results of rank 0, %s)\n", rec.digest,
               rec.iterations.size(),
               rec.ending == Ending::completed ? "every iteration" : "the run ended early");
-  std::printf("# throughput (rank 0):  %8s %8s %7s %10s %11s %9s\n", "from s", "to s", "iters",
-              "median ms", "algbw GB/s", "iters/s");
+  if (v.reference_gbps > 0)
+    std::printf(
+        "# reference: the same workload over the fallback's network alone: %.3f GB/s in "
+        "operations\n",
+        v.reference_gbps);
+  std::printf("# throughput (rank 0):  %8s %8s %7s %10s %11s %11s %8s %9s\n", "from s", "to s",
+              "iters", "median ms", "algbw GB/s", "GB/s in ops", "of ref", "iters/s");
   for (const Window& w : a.windows) {
     if (w.iterations == 0) {
-      std::printf("#   %-19s %8.3f %8.3f %7zu %10s %11s %9s\n", w.name.c_str(), w.from_s, w.to_s,
-                  w.iterations, "-", "-", "-");
+      std::printf("#   %-19s %8.3f %8.3f %7zu %10s %11s %11s %8s %9s\n", w.name.c_str(), w.from_s,
+                  w.to_s, w.iterations, "-", "-", "-", "-", "-");
       continue;
     }
-    std::printf("#   %-19s %8.3f %8.3f %7zu %10.3f %11.3f %9.1f\n", w.name.c_str(), w.from_s,
-                w.to_s, w.iterations, w.median_ms, w.algbw_gbps, w.iters_per_s);
+    const std::string of_ref =
+        v.reference_gbps > 0 ? format("%.0f%%", 100 * w.gbps_in_ops / v.reference_gbps) : "-";
+    std::printf("#   %-19s %8.3f %8.3f %7zu %10.3f %11.3f %11.3f %8s %9.1f\n", w.name.c_str(),
+                w.from_s, w.to_s, w.iterations, w.median_ms, w.algbw_gbps, w.gbps_in_ops,
+                of_ref.c_str(), w.iters_per_s);
   }
 }
 
@@ -269,7 +279,7 @@ std::string Report::rank_json(const RankView& v, const Verdict& mine) const {
     }
     j.key("recovery_ms");
     ff.recovery_ms ? j.value(*ff.recovery_ms) : j.null();
-    j.field("longest_op_ms", ff.longest_op_ms).end_object();
+    j.field("longest_op_ms", ff.longest_op_ms).field("switches", ff.switches).end_object();
   }
   j.end_array();
   j.key("injections").begin_array();
@@ -280,11 +290,13 @@ std::string Report::rank_json(const RankView& v, const Verdict& mine) const {
   }
   j.end_array();
 
+  j.field("reference_gbps", v.reference_gbps);
   j.key("windows").begin_array();
   for (const Window& w : a.windows) {
     j.begin_object().field("name", w.name).field("from_s", w.from_s).field("to_s", w.to_s);
     j.field("iterations", w.iterations).field("median_ms", w.median_ms);
-    j.field("algbw_gbps", w.algbw_gbps).field("iters_per_s", w.iters_per_s).end_object();
+    j.field("algbw_gbps", w.algbw_gbps).field("gbps_in_ops", w.gbps_in_ops);
+    j.field("iters_per_s", w.iters_per_s).end_object();
   }
   j.end_array();
   j.key("transports").begin_object().key("start");

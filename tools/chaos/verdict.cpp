@@ -97,6 +97,25 @@ Verdict judge_rank(const Options& o, const FaultPlan& plan, const RankView& v) {
     out.add("failovers on this rank", v.stats.failovers <= *o.max_failovers,
             format("%" PRIu64 ", at most %" PRIu64, v.stats.failovers, *o.max_failovers));
 
+  if (o.max_switches)
+    for (size_t i = 0; i < plan.faults().size(); ++i) {
+      const FaultFigures& f = v.analysis.faults[i];
+      if (f.victim) continue;
+      out.add("switches during " + plan.faults()[i].label, f.switches <= *o.max_switches,
+              format("%" PRIu64 " failovers and failbacks, at most %" PRIu64, f.switches,
+                     *o.max_switches));
+    }
+
+  if (o.min_during_pct)
+    for (const Window& w : v.analysis.windows) {
+      if (w.name != "during") continue;
+      const double pct = v.reference_gbps > 0 ? 100 * w.gbps_in_ops / v.reference_gbps : 0;
+      out.add("throughput during the faults", pct >= *o.min_during_pct,
+              format("%.3f GB/s in operations, %.0f%% of the fallback alone (%.3f GB/s), at "
+                     "least %.0f%%",
+                     w.gbps_in_ops, pct, v.reference_gbps, *o.min_during_pct));
+    }
+
   if (!o.expect_final_transport.empty()) {
     std::string wrong;
     for (const auto& [peer, name] : rec.transports_end) {

@@ -47,6 +47,8 @@ struct RankView {
   const std::vector<std::string>& injection_problems;
   const Config& config;
   bool checks_elements = true;  ///< Workload::checks_elements()
+  /// --reference-s: GB/s in operations over the fallback's network alone (0: not measured).
+  double reference_gbps = 0;
 };
 
 /// The checks every rank makes on its own figures.
