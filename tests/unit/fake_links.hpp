@@ -145,6 +145,7 @@ class FakeLink final : public transport::Link {
   std::vector<std::pair<FrameHeader, transport::Payload>> take_stored() override {
     return stored_.take_all();
   }
+  transport::MediumCounters medium_counters() const override { return counters; }
 
   // ---- the test's side
 
@@ -228,6 +229,8 @@ class FakeLink final : public transport::Link {
   int sends_before_failure = -1;
   /// The piece size for receives without a destination (rounded to their granularity).
   size_t piece_bytes = 1024;
+  /// What medium_counters() reports: the test moves them on (link health).
+  transport::MediumCounters counters;
 
  private:
   /// Abort and channel frames (Link::send_abort, send_channel) queue behind the data.

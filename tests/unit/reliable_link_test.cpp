@@ -19,7 +19,7 @@
 #include "failover/receipts.hpp"
 #include "failover/reliable_link.hpp"
 #include "failover/replay_buffer.hpp"
-#include "tests/unit/fake_links.hpp"
+#include "tests/unit/reliable_link_harness.hpp"
 
 using hcomm::HCOMM_ERR_TRANSPORT;
 using hcomm::Status;
@@ -35,231 +35,27 @@ using hcomm::failover::ReliableLink;
 using hcomm::failover::ReliableLinkParams;
 using hcomm::failover::ReplayBuffer;
 using hcomm::failover::SupervisorCommand;
+using hcomm::fake::ack;
+using hcomm::fake::acks_in;
+using hcomm::fake::channel_frame;
+using hcomm::fake::check_delivered;
+using hcomm::fake::check_sent;
+using hcomm::fake::data_header;
+using hcomm::fake::data_in;
 using hcomm::fake::FakeLink;
 using hcomm::fake::FakeNet;
+using hcomm::fake::Harness;
+using hcomm::fake::is_channel;
+using hcomm::fake::is_data;
+using hcomm::fake::kComm;
 using hcomm::fake::ManualScheduler;
+using hcomm::fake::pattern;
+using hcomm::fake::Recv;
+using hcomm::fake::Send;
 using hcomm::fake::WireFrame;
 using hcomm::transport::FrameHeader;
 using hcomm::transport::FrameKind;
 using namespace std::chrono_literals;
-
-namespace {
-
-constexpr uint32_t kComm = 7;
-
-std::vector<std::byte> pattern(size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& b : v) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<std::byte>(x >> 24);
-  }
-  return v;
-}
-
-FrameHeader data_header(uint64_t op_seq, size_t length) {
-  FrameHeader h;
-  h.comm_id = kComm;
-  h.op_seq = op_seq;
-  h.length = length;
-  h.op_bytes = length;
-  return h;
-}
-
-/// An executor's send of `bytes` patterned bytes for operation `op`.
-struct Send final : hcomm::transport::SendRequest {
-  Send(uint64_t op, size_t bytes) : data(pattern(bytes, static_cast<unsigned>(op))) {
-    header = data_header(op, bytes);
-    payload = data.data();
-  }
-  void on_sent(const Status& s) override {
-    ++completions;
-    status = s;
-  }
-  std::vector<std::byte> data;
-  int completions = 0;
-  Status status{hcomm::HCOMM_ERR_INTERNAL, "not completed"};
-};
-
-/// An executor's receive for operation `op`: into its buffer, or in pieces (a reduction's way).
-/// A piece that does not start where the one before ended (bytes handed twice, or skipped)
-/// counts as `misplaced`.
-struct Recv final : hcomm::transport::RecvRequest {
-  Recv(uint64_t op, size_t bytes, bool in_pieces) : got(bytes, std::byte{0xee}), pieces(in_pieces) {
-    key = {kComm, op, 0, 0};
-  }
-  Status accept(const FrameHeader& h) override {
-    if (h.length != got.size()) return {hcomm::HCOMM_ERR_INVALID_ARG, "wrong size"};
-    return {};
-  }
-  void* destination() override { return pieces ? nullptr : got.data(); }
-  void on_piece(size_t offset, const void* data, size_t bytes) override {
-    if (offset != next || bytes > got.size() - offset) {
-      ++misplaced;
-      return;
-    }
-    std::memcpy(got.data() + offset, data, bytes);
-    next = offset + bytes;
-    piece_bytes += bytes;
-  }
-  size_t piece_granularity() const override { return 4; }
-  void on_received(const Status& s) override {
-    ++completions;
-    status = s;
-  }
-  std::vector<std::byte> got;
-  bool pieces;
-  size_t next = 0;
-  size_t piece_bytes = 0;
-  int misplaced = 0;
-  int completions = 0;
-  Status status{hcomm::HCOMM_ERR_INTERNAL, "not completed"};
-};
-
-/// Received once, whole, exactly the bytes `send` sent.
-void check_delivered(const Recv& r, const Send& s) {
-  CHECK(r.completions == 1);
-  CHECK(r.status.ok());
-  CHECK(r.misplaced == 0);
-  if (r.pieces) CHECK(r.piece_bytes == s.data.size());
-  CHECK(r.got == s.data);
-}
-
-void check_sent(const Send& s) {
-  CHECK(s.completions == 1);
-  CHECK(s.status.ok());
-}
-
-struct Executor final : hcomm::transport::LinkObserver {
-  void on_remote_abort(int, uint32_t, uint64_t, const std::string&) override {}
-  bool should_drop(const FrameHeader&) override { return false; }
-  void on_link_failed(int, const Status& s, bool) override {
-    failed = true;
-    failure = s;
-  }
-  bool failed = false;
-  Status failure;
-};
-
-struct Listener final : hcomm::failover::ChannelListener {
-  void on_channel_event(const ChannelEvent& e) override { events.push_back(e); }
-  /// The last event of `kind` about `slot`, or null.
-  const ChannelEvent* last(ChannelEvent::Kind kind, int slot) const {
-    for (auto it = events.rbegin(); it != events.rend(); ++it)
-      if (it->kind == kind && it->slot == slot) return &*it;
-    return nullptr;
-  }
-  std::vector<ChannelEvent> events;
-};
-
-struct Rank {
-  Executor executor;
-  Listener listener;
-  hcomm::failover::FailoverRecorder recorder;
-  std::unique_ptr<ReliableLink> link;
-  int ups = 0;
-  Status up;
-};
-
-/// Ranks 0 and 1 over a FakeNet, both links up, traffic on the primary. With `ranks` 1 only rank
-/// 0 has a ReliableLink: the test plays rank 1 on rank 0's fake links.
-struct Harness {
-  explicit Harness(int ranks = 2) {
-    for (int r = 0; r < ranks; ++r) {
-      ReliableLinkParams p;
-      p.context.comm_id = kComm;
-      p.context.my_rank = r;
-      p.context.world_size = 2;
-      p.context.peer = 1 - r;
-      p.slots[kPrimary] = {&net.protocol(kPrimary), "primary", "p"};
-      p.slots[kFallback] = {&net.protocol(kFallback), "fallback", "f"};
-      p.keepalive_interval = 200ms;
-      p.keepalive_timeout = 2000ms;
-      p.scheduler = &sched;
-      Rank& k = rank[static_cast<size_t>(r)];
-      k.link = std::make_unique<ReliableLink>(p, k.executor, k.listener, k.recorder);
-      k.link->establish(sched.now() + 5s, [&k](const Status& s) {
-        ++k.ups;
-        k.up = s;
-      });
-    }
-    pump();
-    for (int r = 0; r < ranks; ++r) {
-      REQUIRE(rank[static_cast<size_t>(r)].ups == 1);
-      REQUIRE(rank[static_cast<size_t>(r)].up.ok());
-    }
-  }
-  ReliableLink& link(int r) { return *rank[static_cast<size_t>(r)].link; }
-  hcomm::FailoverStats stats(int r) { return rank[static_cast<size_t>(r)].recorder.snapshot(); }
-  /// Runs tasks and moves the frames that are not held until nothing moves.
-  void pump() {
-    for (int i = 0; i < 100000; ++i) {
-      bool any = sched.run_ready();
-      any |= net.deliver_unheld();
-      if (!any) return;
-    }
-    FAIL("the fake network does not settle");
-  }
-  /// Moves the clock on by `d` in 10 ms steps, pumping (and calling `each`) at every step.
-  void advance(std::chrono::milliseconds d, const std::function<void()>& each = {}) {
-    for (auto t = 0ms; t < d; t += 10ms) {
-      sched.set_now(sched.now() + 10ms);
-      if (each) each();
-      pump();
-    }
-  }
-
-  ManualScheduler sched;
-  FakeNet net;
-  std::array<Rank, 2> rank;
-};
-
-/// The data frames in `link`'s outbox.
-std::vector<const WireFrame*> data_in(FakeLink& link) {
-  std::vector<const WireFrame*> out;
-  for (const WireFrame& f : link.outbox())
-    if (f.kind() == FrameKind::data) out.push_back(&f);
-  return out;
-}
-
-/// A channel frame carrying `m`, as it would arrive from the peer.
-WireFrame channel_frame(const ChannelMessage& m) {
-  EncodedChannelMessage e = hcomm::failover::encode(m, kComm);
-  WireFrame f;
-  f.header = e.header;
-  const auto* p = reinterpret_cast<const std::byte*>(e.payload.data());
-  f.payload.assign(p, p + e.payload.size());
-  return f;
-}
-
-ChannelMessage ack(uint64_t cumulative, std::vector<AckRange> ranges = {}) {
-  ChannelMessage m;
-  m.kind = ChannelMessage::Kind::ack;
-  m.cumulative = cumulative;
-  m.ranges = std::move(ranges);
-  return m;
-}
-
-/// The acknowledgements in `link`'s outbox, decoded.
-std::vector<ChannelMessage> acks_in(FakeLink& link) {
-  std::vector<ChannelMessage> out;
-  for (const WireFrame& f : link.outbox()) {
-    if (f.kind() != FrameKind::channel) continue;
-    auto m = hcomm::failover::decode(f.header, f.text());
-    REQUIRE(m.ok());
-    if (m->kind == ChannelMessage::Kind::ack) out.push_back(m.value());
-  }
-  return out;
-}
-
-bool is_data(const WireFrame& f) {
-  return f.kind() == FrameKind::data;
-}
-bool is_channel(const WireFrame& f) {
-  return f.kind() == FrameKind::channel;
-}
-
-}  // namespace
 
 TEST_CASE("ReliableLink: frames unacknowledged on the primary go again on the fallback, once") {
   Harness h;
