@@ -110,6 +110,15 @@ void CommTrace::refresh_stats(const FlightRecorder::Scan& scan, int64_t now_ns, 
     const FailoverStats fs = control_->failover_stats();
     s.failovers.store(fs.failovers, std::memory_order_relaxed);
     s.failbacks.store(fs.failbacks, std::memory_order_relaxed);
+    s.gray_failures.store(fs.gray_failures, std::memory_order_relaxed);
+    uint64_t retransmits = 0;
+    double rtt_us = 0;
+    for (const LinkHealthInfo& l : fs.links) {
+      retransmits += l.retransmits;
+      if (l.state == "active" || l.state == "multipath") rtt_us = std::max(rtt_us, l.rtt_us);
+    }
+    s.retransmits.store(retransmits, std::memory_order_relaxed);
+    s.link_rtt_us.store(static_cast<uint64_t>(rtt_us), std::memory_order_relaxed);
     s.peers_on_fallback.store(static_cast<uint32_t>(control_->peers_on_fallback()),
                               std::memory_order_relaxed);
     s.peers_lost.store(static_cast<uint32_t>(control_->lost_peers().size()),

@@ -95,8 +95,9 @@ StatsComm* StatsPublisher::claim(const std::string& id, int rank, int size) {
     c.size = size;
     c.num_transports = 0;
     copy_text(c.id, sizeof c.id, id);
-    for (auto* counter : {&c.ops, &c.bytes, &c.in_flight, &c.oldest_age_us, &c.oldest_seq,
-                          &c.failovers, &c.failbacks})
+    for (auto* counter :
+         {&c.ops, &c.bytes, &c.in_flight, &c.oldest_age_us, &c.oldest_seq, &c.failovers,
+          &c.failbacks, &c.gray_failures, &c.retransmits, &c.link_rtt_us})
       counter->store(0, std::memory_order_relaxed);
     c.qos_min.store(0, std::memory_order_relaxed);
     c.qos_max.store(100, std::memory_order_relaxed);

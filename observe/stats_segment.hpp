@@ -1,7 +1,7 @@
 // The live counters of one process's communicators, in a shared-memory segment that
 // hcomm-perf-mon maps read-only: /dev/shm/hcomm-stats.<pid> (HCOMM_STATS=0: none).
 //
-// Layout (version 1): a StatsSegment, fixed size, every field naturally aligned; counters are
+// Layout (version 2): a StatsSegment, fixed size, every field naturally aligned; counters are
 // lock-free 64-bit atomics, written by the process (relaxed), read by anyone. A slot is claimed by
 // writing its fields, then `state = kLive` (release); a reader reads `state` (acquire) first.
 // Counters are cumulative: a reader takes two samples and divides by the time between them.
@@ -21,7 +21,7 @@
 namespace hcomm::observe {
 
 inline constexpr char kStatsMagic[8] = {'H', 'C', 'S', 'T', 'A', 'T', 'S', '1'};
-inline constexpr uint32_t kStatsVersion = 1;
+inline constexpr uint32_t kStatsVersion = 2;
 inline constexpr size_t kStatsComms = 16;      ///< communicators per process shown at once
 inline constexpr size_t kStatsTransports = 4;  ///< transports per communicator, by bytes sent
 
@@ -50,6 +50,12 @@ struct StatsComm {
   std::atomic<uint32_t> qos_priority;
   std::atomic<uint64_t> failovers;
   std::atomic<uint64_t> failbacks;
+  /// Link health (failover_stats().links): links failed for being sick, the medium's
+  /// retransmissions on every link (cumulative), the largest smoothed round trip of a link
+  /// that carries traffic now.
+  std::atomic<uint64_t> gray_failures;
+  std::atomic<uint64_t> retransmits;
+  std::atomic<uint64_t> link_rtt_us;
   std::atomic<int64_t> updated_ns;  ///< steady clock of the last refresh
   StatsTransport transports[kStatsTransports];
 };

@@ -4,6 +4,7 @@
 // algorithm the cost model picks per operation and size on this communicator. --algorithms lists
 // the algorithms the library has, by operation; --config every HCOMM_* variable
 // (tools/config_report.cpp).
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -40,19 +41,25 @@ constexpr char kUsage[] =
     "  --config --markdown        the variables and defaults as the README's table\n"
     "  --codecs                   each compression codec's encode and decode speed on this\n"
     "                             CPU (as HCOMM_COMPRESSION=auto measures it), in MB/s\n"
+    "  --links                    as a world: also 50 allreduces of 4 MiB, then rank 0's\n"
+    "                             view of the health of each link to each peer with a\n"
+    "                             reliable channel (state, goodput in and out against the\n"
+    "                             healthy figures, round trips, loss: failover_stats())\n"
     "  -h, --help                 this text\n"
     "Exit status: 0; 1 when the configuration, the topology file or the communicator fails;\n"
     "2 on bad usage or (--config) a variable that does not parse.\n";
 
 /// What to print; exits on bad usage and after printing the help.
-enum class Mode { world, algorithms, config, config_markdown, codecs };
+enum class Mode { world, world_links, algorithms, config, config_markdown, codecs };
 
 Mode parse_args(int argc, char** argv) {
-  bool algorithms = false, config = false, markdown = false, codecs = false;
+  bool algorithms = false, config = false, markdown = false, codecs = false, links = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") hcomm::tools::print_help(kUsage);
-    if (arg == "--algorithms")
+    if (arg == "--links")
+      links = true;
+    else if (arg == "--algorithms")
       algorithms = true;
     else if (arg == "--config")
       config = true;
@@ -66,6 +73,9 @@ Mode parse_args(int argc, char** argv) {
   if (markdown && !config) hcomm::tools::usage_error("--markdown goes with --config");
   if (algorithms && config) hcomm::tools::usage_error("--algorithms or --config, not both");
   if (codecs && (algorithms || config)) hcomm::tools::usage_error("--codecs goes alone");
+  if (links && (algorithms || config || codecs))
+    hcomm::tools::usage_error("--links goes alone (a world's report)");
+  if (links) return Mode::world_links;
   if (codecs) return Mode::codecs;
   if (algorithms) return Mode::algorithms;
   if (config) return markdown ? Mode::config_markdown : Mode::config;
@@ -199,6 +209,43 @@ void print_codecs() {
   }
 }
 
+/// --links: traffic for the links to measure, then rank 0's view of their health.
+bool measure_links(hcomm::Communicator& comm) {
+  constexpr size_t kCount = 1 << 20;  // 4 MiB of float32
+  constexpr int kRounds = 50;
+  std::vector<float> send(kCount, 1.0f), recv(kCount);
+  for (int i = 0; i < kRounds; ++i) {
+    const hcomm::Status st = comm.allreduce(send.data(), recv.data(), kCount,
+                                            hcomm::DataType::float32, hcomm::ReduceOp::sum);
+    if (!st.ok()) {
+      std::fprintf(stderr, "hcomm-info: the links' allreduces: %s\n", st.to_string().c_str());
+      return false;
+    }
+  }
+  if (comm.rank() != 0) return true;
+  const hcomm::FailoverStats fs = comm.failover_stats();
+  std::printf(
+      "\nlink health, rank 0's links after %d allreduces of 4 MiB (Gbit/s of payload; in: "
+      "the peer's frames as they arrived, out: rank 0's as the peer acknowledged them)\n",
+      kRounds);
+  if (fs.links.empty()) {
+    std::printf("  no peer has a reliable channel (HCOMM_FAILOVER=off, or one host)\n");
+    return true;
+  }
+  std::printf("  %4s %-14s %-10s %8s %8s %8s %8s %9s %9s %9s %6s %8s %6s\n", "peer", "link",
+              "state", "in", "healthy", "out", "healthy", "rtt us", "min us", "tcp us", "loss%",
+              "resent", "errors");
+  for (const hcomm::LinkHealthInfo& l : fs.links)
+    std::printf("  %4d %-14s %-10s %8.3f %8.3f %8.3f %8.3f %9.0f %9.0f %9.0f %6.2f %8" PRIu64
+                " %6" PRIu64 "\n",
+                l.peer, l.link.c_str(), l.state.c_str(), l.goodput_in_gbps, l.healthy_in_gbps,
+                l.goodput_out_gbps, l.healthy_out_gbps, l.rtt_us, l.min_rtt_us, l.medium_rtt_us,
+                100 * l.loss, l.retransmits, l.errors);
+  std::printf("  gray failures %" PRIu64 ", probe rounds %" PRIu64 " (%" PRIu64 " passed)\n",
+              fs.gray_failures, fs.probe_rounds, fs.probes_passed);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,5 +283,6 @@ int main(int argc, char** argv) {
   }
   const auto letters = gather_transport_letters(**comm);
   if ((*comm)->rank() == 0) print_world(**comm, letters);
+  if (mode == Mode::world_links && !measure_links(**comm)) return 1;
   return topo_ok ? 0 : 1;
 }

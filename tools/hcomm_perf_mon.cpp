@@ -86,7 +86,7 @@ Options parse(int argc, char** argv) {
 
 /// One communicator slot's counters at one moment.
 struct Sample {
-  uint64_t ops = 0, bytes = 0;
+  uint64_t ops = 0, bytes = 0, retransmits = 0;
   std::vector<std::pair<std::string, uint64_t>> sent;
 };
 
@@ -94,6 +94,7 @@ Sample read(const StatsComm& c) {
   Sample s;
   s.ops = c.ops.load(std::memory_order_relaxed);
   s.bytes = c.bytes.load(std::memory_order_relaxed);
+  s.retransmits = c.retransmits.load(std::memory_order_relaxed);
   const uint32_t n = std::min<uint32_t>(c.num_transports, hcomm::observe::kStatsTransports);
   for (uint32_t i = 0; i < n; ++i)
     s.sent.emplace_back(std::string(c.transports[i].name, strnlen(c.transports[i].name, 16)),
@@ -137,6 +138,8 @@ std::string line_for(const StatsComm& c, int pid, const Sample& a, const Sample&
   const char* oldest_kind =
       in_flight > 0 && c.oldest_kind.load() > 0 ? hcomm::collectives::op_kind_name(kind) : "";
   const uint32_t fallback = c.peers_on_fallback.load(), lost = c.peers_lost.load();
+  const uint64_t gray = c.gray_failures.load(), rtt_us = c.link_rtt_us.load();
+  const double resent = static_cast<double>(b.retransmits - a.retransmits) / secs;
   const uint32_t qmin = c.qos_min.load(), qmax = c.qos_max.load(), qprio = c.qos_priority.load();
   const std::string id(c.id, strnlen(c.id, sizeof c.id));
   std::vector<std::pair<std::string, double>> wire;
@@ -155,6 +158,8 @@ std::string line_for(const StatsComm& c, int pid, const Sample& a, const Sample&
     j.field("peers_on_fallback", static_cast<int>(fallback))
         .field("peers_lost", static_cast<int>(lost));
     j.field("failovers", c.failovers.load()).field("failbacks", c.failbacks.load());
+    j.field("gray_failures", gray).field("link_rtt_us", rtt_us);
+    j.field("retransmits_per_s", resent);
     j.key("qos")
         .begin_object()
         .field("min", static_cast<int>(qmin))
@@ -176,12 +181,11 @@ std::string line_for(const StatsComm& c, int pid, const Sample& a, const Sample&
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%s pid %d comm %.8s rank %d/%d: %.0f ops/s, %.3f GB/s; sent GB/s:%s; in flight "
-                "%" PRIu64
-                ", oldest %s; failover: %u on fallback, %u lost; qos min=%u max=%u "
-                "priority=%u",
+                "%" PRIu64 ", oldest %s; failover: %u on fallback, %u lost, %" PRIu64
+                " gray; links: rtt %" PRIu64 " us, %.0f resent/s; qos min=%u max=%u priority=%u",
                 when.c_str(), pid, id.c_str(), c.rank, c.size, ops, gbs,
                 wire_text.empty() ? " -" : wire_text.c_str(), in_flight, oldest, fallback, lost,
-                qmin, qmax, qprio);
+                gray, rtt_us, resent, qmin, qmax, qprio);
   return buf;
 }
 

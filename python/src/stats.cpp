@@ -16,6 +16,33 @@ py::dict failover_stats_dict(const FailoverStats& s) {
   d["frames_replayed"] = s.frames_replayed;
   d["bytes_replayed"] = s.bytes_replayed;
   d["duplicates_dropped"] = s.duplicates_dropped;
+  d["gray_failures"] = s.gray_failures;
+  d["probe_rounds"] = s.probe_rounds;
+  d["probes_passed"] = s.probes_passed;
+  py::list links;
+  for (const LinkHealthInfo& l : s.links) {
+    py::dict link;
+    link["peer"] = l.peer;
+    link["link"] = l.link;
+    link["state"] = l.state;
+    link["goodput_in_gbps"] = l.goodput_in_gbps;
+    link["busy_in_share"] = l.busy_in_share;
+    link["healthy_in_gbps"] = l.healthy_in_gbps;
+    link["goodput_out_gbps"] = l.goodput_out_gbps;
+    link["healthy_out_gbps"] = l.healthy_out_gbps;
+    link["probe_gbps"] = l.probe_gbps;
+    link["rtt_us"] = l.rtt_us;
+    link["min_rtt_us"] = l.min_rtt_us;
+    link["medium_rtt_us"] = l.medium_rtt_us;
+    link["loss"] = l.loss;
+    link["packets_sent"] = l.packets_sent;
+    link["retransmits"] = l.retransmits;
+    link["errors"] = l.errors;
+    link["bytes_in"] = l.bytes_in;
+    link["bytes_acked"] = l.bytes_acked;
+    links.append(link);
+  }
+  d["links"] = links;
   py::list events;
   for (const LinkEvent& e : s.events) {
     py::dict ev;
