@@ -48,7 +48,9 @@ std::optional<LinkProbe::Start> LinkProbe::next(Clock::time_point now) {
 }
 
 std::optional<LinkProbe::Verdict> LinkProbe::on_echo(int slot, uint64_t round, uint64_t bytes,
-                                                     Clock::time_point now, Measured* measured) {
+                                                     Clock::time_point now,
+                                                     double target_healthy_bps,
+                                                     Measured* measured) {
   if (!out_ || out_->id != round || out_->slot != slot) return std::nullopt;
   out_->got += bytes;
   if (out_->got < params_.bytes) return std::nullopt;
@@ -62,33 +64,38 @@ std::optional<LinkProbe::Verdict> LinkProbe::on_echo(int slot, uint64_t round, u
     keep(reference_bps_, bps);
     return std::nullopt;
   }
-  return judge(on, bps, "");
+  return judge(on, bps, target_healthy_bps, "");
 }
 
-LinkProbe::Verdict LinkProbe::judge(int slot, double bps, std::string why) {
+LinkProbe::Verdict LinkProbe::judge(int slot, double bps, double target_healthy_bps,
+                                    std::string why) {
   keep(target_bps_, bps);
   Verdict v;
   v.slot = slot;
   v.bps = bps;
   v.best_bps = best(target_bps_);
   v.reference_bps = best(reference_bps_);
+  const bool own = target_healthy_bps > 0 && target_healthy_bps < v.reference_bps;
+  if (own) v.reference_bps = target_healthy_bps;
   v.passed = v.reference_bps > 0 && v.best_bps >= params_.pass_ratio * v.reference_bps;
-  char text[128];
-  std::snprintf(text, sizeof(text),
-                "best of its last rounds %.2f of the reference's (%.3g against %.3g Gbit/s)",
-                v.reference_bps > 0 ? v.best_bps / v.reference_bps : 0.0, v.best_bps * 8 / 1e9,
+  char text[160];
+  std::snprintf(text, sizeof(text), "best of its last rounds %.2f of %s (%.3g against %.3g Gbit/s)",
+                v.reference_bps > 0 ? v.best_bps / v.reference_bps : 0.0,
+                own ? "its own healthy goodput" : "the reference's", v.best_bps * 8 / 1e9,
                 v.reference_bps * 8 / 1e9);
   v.why = why.empty() ? text : why + "; " + text;
   return v;
 }
 
-std::optional<LinkProbe::Verdict> LinkProbe::check_timeout(Clock::time_point now) {
+std::optional<LinkProbe::Verdict> LinkProbe::check_timeout(Clock::time_point now,
+                                                           double target_healthy_bps) {
   if (!out_ || now - out_->start < params_.timeout) return std::nullopt;
   const Round r = *out_;
   out_.reset();
   last_end_ = now;
   if (r.slot != target_) return std::nullopt;
-  return judge(r.slot, 0, "not echoed within " + std::to_string(params_.timeout.count()) + " ms");
+  return judge(r.slot, 0, target_healthy_bps,
+               "not echoed within " + std::to_string(params_.timeout.count()) + " ms");
 }
 
 }  // namespace hcomm::failover

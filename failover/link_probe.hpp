@@ -8,11 +8,13 @@
 // the last echo. Rounds on the probed link (the target) alternate with a round on the link that
 // carries traffic now (the reference) every kReferenceEvery rounds. A target round passes when
 // the best of the target's last kKeepRounds rounds reaches `pass_ratio` of the best of the
-// reference's: the same probe over the same hosts, so the probe's own overheads cancel out, and
-// best-of filters because a busy core or a sleeping engine only ever makes a round slower (a
-// healthy link gives a fast round now and then; a lossy or throttled one never does). A round
-// that is not echoed within `timeout` fails (goodput 0). One round is out at a time,
-// `interval` after the last ended.
+// reference's — the same probe over the same hosts, so the probe's own overheads cancel out —
+// or of the target's own healthy goodput when that is lower (a primary slower than its fallback
+// by nature, soft-RoCE against loopback TCP, must only be as fast as it was). Best-of filters,
+// because a busy core or a sleeping engine only ever makes a round slower: a healthy link gives
+// a fast round now and then, a lossy or throttled one never does. A round that is not echoed
+// within `timeout` fails (goodput 0). One round is out at a time, `interval` after the last
+// ended.
 //
 // Who runs it: the coordinator of a pair (the lower rank), while its link supervisor asks; the
 // supervisor turns verdicts into a fail-back once the target passed for HCOMM_FAILBACK_MS. Pure
@@ -57,7 +59,7 @@ class LinkProbe {
     int slot = kNoSlot;
     bool passed = false;
     double bps = 0;            ///< its goodput (bytes/s, both ways)
-    double reference_bps = 0;  ///< the reference's best recent round
+    double reference_bps = 0;  ///< what it was judged against (see above)
     double best_bps = 0;       ///< the target's best recent round
     std::string why;           ///< for logs: "0.41 of the reference", "not echoed within 800 ms"
   };
@@ -77,12 +79,13 @@ class LinkProbe {
   /// The round to start at `now`, if one is due (none while one is out).
   std::optional<Start> next(Clock::time_point now);
   /// The echo of `round` on `slot` brought `bytes` more. When that completes the round: what it
-  /// measured, and for a target round the verdict.
+  /// measured, and for a target round the verdict. `target_healthy_bps`: the target's healthy
+  /// goodput (LinkHealth; 0: unknown).
   std::optional<Verdict> on_echo(int slot, uint64_t round, uint64_t bytes, Clock::time_point now,
-                                 Measured* measured);
+                                 double target_healthy_bps, Measured* measured);
   /// The round out, failed once past the timeout (a target round's verdict; a reference round
   /// fails silently and is made again).
-  std::optional<Verdict> check_timeout(Clock::time_point now);
+  std::optional<Verdict> check_timeout(Clock::time_point now, double target_healthy_bps);
 
  private:
   struct Round {
@@ -99,7 +102,7 @@ class LinkProbe {
   Clock::time_point last_end_{};
   uint64_t next_id_ = 1;
   /// Verdict of a target round that measured `bps`.
-  Verdict judge(int slot, double bps, std::string why);
+  Verdict judge(int slot, double bps, double target_healthy_bps, std::string why);
 
   uint64_t rounds_ = 0;            // started since aim()
   std::deque<double> target_bps_;  // the last kKeepRounds of each

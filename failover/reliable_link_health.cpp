@@ -80,7 +80,8 @@ void ReliableLink::watch_health(Clock::time_point now) {
 void ReliableLink::probe_tick(Clock::time_point now) {
   if (probe_.target() == kNoSlot) return;
   probe_.aim(probe_.target(), active_);  // the reference is the link that carries traffic now
-  if (auto verdict = probe_.check_timeout(now)) report_probe(*verdict);
+  const double healthy = slots_[static_cast<size_t>(probe_.target())].health.healthy_in_bps();
+  if (auto verdict = probe_.check_timeout(now, healthy)) report_probe(*verdict);
   if (auto round = probe_.next(now)) send_probe(round->slot, round->round, round->bytes, false);
 }
 
@@ -117,7 +118,10 @@ void ReliableLink::on_probe_frame(int slot, const transport::FrameHeader& h) {
     return;
   }
   LinkProbe::Measured measured;
-  auto verdict = probe_.on_echo(slot, h.op_seq, h.length, scheduler_.now(), &measured);
+  const double healthy = probe_.target() == kNoSlot
+                             ? 0
+                             : slots_[static_cast<size_t>(probe_.target())].health.healthy_in_bps();
+  auto verdict = probe_.on_echo(slot, h.op_seq, h.length, scheduler_.now(), healthy, &measured);
   if (measured.slot != kNoSlot)
     slots_[static_cast<size_t>(measured.slot)].health.on_probe(measured.bps);
   if (verdict) report_probe(*verdict);

@@ -178,8 +178,8 @@ TEST_CASE("link probe: a reference round first, then target rounds judged by the
     CHECK_FALSE(probe.next(now));  // one round out at a time
     now += after;
     LinkProbe::Measured m;
-    CHECK_FALSE(probe.on_echo(start->slot, start->round, p.bytes / 2, now, &m));  // half of it
-    auto v = probe.on_echo(start->slot, start->round, p.bytes / 2, now, &m);
+    CHECK_FALSE(probe.on_echo(start->slot, start->round, p.bytes / 2, now, 0, &m));  // half of it
+    auto v = probe.on_echo(start->slot, start->round, p.bytes / 2, now, 0, &m);
     CHECK(m.slot == expect_slot);
     CHECK(m.bps == doctest::Approx(2.0 * p.bytes / std::chrono::duration<double>(after).count()));
     CHECK_FALSE(probe.next(now + 50ms));  // the interval
@@ -204,13 +204,24 @@ TEST_CASE("link probe: a reference round first, then target rounds judged by the
   SUBCASE("a round not echoed within the timeout fails") {
     auto start = probe.next(now);
     REQUIRE(start);
-    CHECK_FALSE(probe.check_timeout(now + 799ms));
-    auto late = probe.check_timeout(now + 800ms);
+    CHECK_FALSE(probe.check_timeout(now + 799ms, 0));
+    auto late = probe.check_timeout(now + 800ms, 0);
     REQUIRE(late);
     CHECK_FALSE(late->passed);
     CHECK(late->why.find("not echoed within 800 ms") != std::string::npos);
     LinkProbe::Measured m;
-    CHECK_FALSE(probe.on_echo(start->slot, start->round, p.bytes, now + 900ms, &m));  // forgotten
+    CHECK_FALSE(
+        probe.on_echo(start->slot, start->round, p.bytes, now + 900ms, 0, &m));  // forgotten
+  }
+  SUBCASE("a target slower than the reference by nature is judged against its own healthy rate") {
+    auto start = probe.next(now);
+    REQUIRE(start);
+    now += 400ms;  // as slow as the last rounds: 5.2 MB/s
+    LinkProbe::Measured m;
+    auto own = probe.on_echo(start->slot, start->round, p.bytes, now, /*healthy=*/8e6, &m);
+    REQUIRE(own);
+    CHECK(own->passed);  // 5.2 MB/s, at least a quarter of its own 8 MB/s
+    CHECK(own->why.find("of its own healthy goodput") != std::string::npos);
   }
   SUBCASE("aiming elsewhere forgets the rounds; kNoSlot stops") {
     probe.aim(kFallback, kPrimary);

@@ -224,6 +224,11 @@ bool read_counter(const std::string& path, uint64_t* value) {
 }  // namespace
 
 MediumCounters RdmaDevice::port_counters() const {
+  const auto now = std::chrono::steady_clock::now();
+  if (counters_read_ != std::chrono::steady_clock::time_point{} &&
+      now - counters_read_ < kCountersEvery)
+    return counters_;
+  counters_read_ = now;
   const std::string dir =
       "/sys/class/infiniband/" + name_ + "/ports/" + std::to_string(static_cast<int>(port_)) + "/";
   MediumCounters c;
@@ -241,6 +246,7 @@ MediumCounters RdmaDevice::port_counters() const {
         "counters/local_link_integrity_errors", "counters/excessive_buffer_overrun_errors",
         "hw_counters/retry_exceeded_err", "hw_counters/send_err"})
     if (read_counter(dir + name, &v)) c.errors += v;
+  counters_ = c;
   return c;
 }
 

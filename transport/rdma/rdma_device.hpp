@@ -6,6 +6,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,11 @@ class RdmaDevice {
   /// The port's counters from sysfs (/sys/class/infiniband/NAME/ports/PORT/): packets sent and
   /// retransmitted (hw_counters: sent_pkts, completer_retry_err; or the IB port counters'
   /// port_xmit_packets) and the error counters that exist (symbol_error, port_rcv_errors,
-  /// link_error_recovery, ...). The port's, not one queue pair's: every link on it shares them.
+  /// link_error_recovery, ...). The port's, not one queue pair's: every link on it shares them;
+  /// read at most every kCountersEvery (the links of every peer ask each engine tick). Engine
+  /// thread only.
   MediumCounters port_counters() const;
+  static constexpr std::chrono::milliseconds kCountersEvery{40};
   /// The device's asynchronous events (engine thread; one engine per process).
   AsyncEventMonitor& events();
 
@@ -69,6 +73,8 @@ class RdmaDevice {
   std::unique_ptr<Registrar> registrar_;
   std::unique_ptr<MrCache> cache_;
   std::unique_ptr<AsyncEventMonitor> events_;
+  mutable MediumCounters counters_;  // port_counters()'s last reading, and when
+  mutable std::chrono::steady_clock::time_point counters_read_{};
 };
 
 /// "::ffff:198.18.0.1" (hex-free text of a GID).
