@@ -1,7 +1,9 @@
 /* mpi_bench.c: Open MPI's side of compare_peers.sh. One collective, one size per launch:
- *   mpirun -np N mpi_bench allreduce|broadcast|allgather BYTES -n ITERS -w WARMUP -J OUT.json
- * Timing, check and output follow timing.h, as gloo_bench.cpp and hcomm-bench do. Allreduce and
- * allgather run out of place; rank 0 writes the JSON. */
+ *   mpirun -np N mpi_bench OP BYTES -n ITERS -w WARMUP -J OUT.json
+ * OP: allreduce (MPI_Allreduce), broadcast (MPI_Bcast), allgather (MPI_Allgather),
+ * reduce_scatter (MPI_Reduce_scatter_block) or alltoall (MPI_Alltoall). Sizes, timing, check and
+ * output follow timing.h, as gloo_bench.cpp and hcomm-bench do. All but broadcast run out of
+ * place; rank 0 writes the JSON. */
 #include <mpi.h>
 
 #include "timing.h"
@@ -34,6 +36,13 @@ static void run(void* ctx) {
     case PEER_ALLGATHER:
       check(MPI_Allgather(b->in, n, MPI_FLOAT, b->out, n, MPI_FLOAT, MPI_COMM_WORLD), "allgather");
       break;
+    case PEER_REDUCE_SCATTER:
+      check(MPI_Reduce_scatter_block(b->in, b->out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+            "reduce_scatter");
+      break;
+    case PEER_ALLTOALL:
+      check(MPI_Alltoall(b->in, n, MPI_FLOAT, b->out, n, MPI_FLOAT, MPI_COMM_WORLD), "alltoall");
+      break;
   }
 }
 
@@ -55,7 +64,9 @@ int main(int argc, char** argv) {
   struct bench b = {a.op, peer_count(&a, nranks), NULL, NULL};
   b.out = (float*)malloc(peer_out_count(a.op, b.count, nranks) * sizeof(float));
   /* Broadcast is in place: the root's output buffer is its input. */
-  b.in = a.op == PEER_BROADCAST ? b.out : (float*)malloc(b.count * sizeof(float));
+  b.in = a.op == PEER_BROADCAST
+             ? b.out
+             : (float*)malloc(peer_in_count(a.op, b.count, nranks) * sizeof(float));
   if (!b.in || !b.out) {
     fprintf(stderr, "mpi_bench: out of memory for %zu bytes\n", a.bytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -65,7 +76,7 @@ int main(int argc, char** argv) {
   double median_us = peer_time_us(run, barrier, &b, a.warmup, a.iters);
   peer_prepare(a.op, rank, nranks, b.count, b.in, b.out);
   run(&b);
-  int64_t wrong = peer_count_wrong(a.op, nranks, b.count, b.out);
+  int64_t wrong = peer_count_wrong(a.op, rank, nranks, b.count, b.out);
 
   double max_us = 0;
   int64_t wrong_all = 0;

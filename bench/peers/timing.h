@@ -4,10 +4,17 @@
  *
  * Command line of both programs:
  *   OP BYTES -n ITERS -w WARMUP -J OUT.json [-a ALGO] [-S STORE_DIR]
- * OP is allreduce, broadcast or allgather; float32, sum, broadcast root 0. For allgather BYTES is
- * the whole receive buffer (nranks blocks, as in nccl-tests and hcomm-bench); each rank
- * contributes BYTES / nranks, rounded down to whole floats (at least one). -a and -S are
- * Gloo's: the algorithm(s) to run and the rendezvous directory.
+ * OP is allreduce, broadcast, allgather, reduce_scatter or alltoall; float32, sum, broadcast
+ * root 0. BYTES follows nccl-tests and hcomm-bench: the larger of one rank's send and receive
+ * buffers. allreduce and broadcast: BYTES / 4 elements. The block ops (allgather,
+ * reduce_scatter, alltoall) move nranks blocks of `count` elements, count = BYTES / (4 nranks)
+ * rounded down (the program refuses a BYTES that leaves no whole element per block):
+ *   allgather       sends one block, receives nranks blocks (BYTES: the receive buffer)
+ *   reduce_scatter  sends nranks blocks, receives one: block r of the sum, on rank r (BYTES: the
+ *                   send buffer)
+ *   alltoall        sends nranks blocks, block q to rank q, and receives nranks, block q from
+ *                   rank q (BYTES: either buffer)
+ * -a and -S are Gloo's: the algorithm(s) to run and the rendezvous directory.
  *
  * Timing rule (as hcomm-bench): WARMUP untimed iterations, a barrier, then ITERS iterations
  * back to back, each timed on its own with CLOCK_MONOTONIC; a rank's time is the median of its
@@ -27,8 +34,10 @@
 #include <string.h>
 #include <time.h>
 
-enum peer_op { PEER_ALLREDUCE, PEER_BROADCAST, PEER_ALLGATHER };
-static const char* const peer_op_names[] = {"allreduce", "broadcast", "allgather"};
+enum peer_op { PEER_ALLREDUCE, PEER_BROADCAST, PEER_ALLGATHER, PEER_REDUCE_SCATTER, PEER_ALLTOALL };
+enum { PEER_OPS = 5 };
+static const char* const peer_op_names[PEER_OPS] = {"allreduce", "broadcast", "allgather",
+                                                    "reduce_scatter", "alltoall"};
 enum { PEER_ROOT = 0 };
 
 struct peer_args {
@@ -42,8 +51,8 @@ struct peer_args {
 
 static void peer_usage(const char* prog) {
   fprintf(stderr,
-          "usage: %s allreduce|broadcast|allgather BYTES -n ITERS -w WARMUP -J OUT.json"
-          " [-a ALGO] [-S STORE_DIR]\n",
+          "usage: %s allreduce|broadcast|allgather|reduce_scatter|alltoall BYTES -n ITERS"
+          " -w WARMUP -J OUT.json [-a ALGO] [-S STORE_DIR]\n",
           prog);
   exit(2);
 }
@@ -55,7 +64,7 @@ static struct peer_args peer_parse_args(int argc, char** argv) {
   a.warmup = -1;
   if (argc < 3) peer_usage(argv[0]);
   int found = 0;
-  for (int o = 0; o < 3; ++o)
+  for (int o = 0; o < PEER_OPS; ++o)
     if (strcmp(argv[1], peer_op_names[o]) == 0) a.op = (enum peer_op)o, found = 1;
   char* end = NULL;
   unsigned long long b = strtoull(argv[2], &end, 10);
@@ -80,45 +89,73 @@ static struct peer_args peer_parse_args(int argc, char** argv) {
   return a;
 }
 
-/* Elements each rank sends (allgather: its block) and receives. */
+static int peer_blocked(enum peer_op op) {
+  return op == PEER_ALLGATHER || op == PEER_REDUCE_SCATTER || op == PEER_ALLTOALL;
+}
+
+/* The count argument of the call: elements per block for the block ops, else all elements.
+ * Exits (status 2) when BYTES leaves no whole element per block. */
 static size_t peer_count(const struct peer_args* a, int nranks) {
-  size_t n = a->bytes / sizeof(float);
-  if (a->op == PEER_ALLGATHER) n = n / (size_t)nranks > 0 ? n / (size_t)nranks : 1;
-  return n;
+  const size_t n = a->bytes / sizeof(float);
+  const size_t count = peer_blocked(a->op) ? n / (size_t)nranks : n;
+  if (count == 0) {
+    fprintf(stderr, "%s of %zu bytes on %d ranks: no whole float per rank block\n",
+            peer_op_names[a->op], a->bytes, nranks);
+    exit(2);
+  }
+  return count;
+}
+/* Elements of one rank's input and of its output. */
+static size_t peer_in_count(enum peer_op op, size_t count, int nranks) {
+  return op == PEER_REDUCE_SCATTER || op == PEER_ALLTOALL ? count * (size_t)nranks : count;
 }
 static size_t peer_out_count(enum peer_op op, size_t count, int nranks) {
-  return op == PEER_ALLGATHER ? count * (size_t)nranks : count;
+  return op == PEER_ALLGATHER || op == PEER_ALLTOALL ? count * (size_t)nranks : count;
 }
 
 static float peer_input(int rank, size_t i) {
   return (float)(rank + 1 + (int)(i % 5));
 }
 
-static float peer_expected(enum peer_op op, int nranks, size_t count, size_t i) {
+/* The sum over ranks of input element i. */
+static float peer_sum(int nranks, size_t i) {
+  return (float)(nranks * (nranks + 1) / 2 + nranks * (int)(i % 5));
+}
+
+/* Output element i of rank `rank`, computed from the inputs alone. */
+static float peer_expected(enum peer_op op, int rank, int nranks, size_t count, size_t i) {
   switch (op) {
     case PEER_ALLREDUCE:
-      return (float)(nranks * (nranks + 1) / 2 + nranks * (int)(i % 5));
+      return peer_sum(nranks, i);
     case PEER_BROADCAST:
       return peer_input(PEER_ROOT, i);
-    default:
+    case PEER_ALLGATHER: /* block q: rank q's input */
       return peer_input((int)(i / count), i % count);
+    case PEER_REDUCE_SCATTER: /* block `rank` of the sum */
+      return peer_sum(nranks, (size_t)rank * count + i);
+    default: /* alltoall: block q is block `rank` of rank q's input */
+      return peer_input((int)(i / count), (size_t)rank * count + i % count);
   }
 }
 
 /* Writes the inputs and poisons the outputs. `in` and `out` may be one buffer (in-place
- * allreduce, broadcast); a broadcast's non-root ranks have no input. */
+ * allreduce, broadcast, reduce_scatter: the output is then the input's start); a broadcast's
+ * non-root ranks have no input. */
 static void peer_prepare(enum peer_op op, int rank, int nranks, size_t count, float* in,
                          float* out) {
   const size_t out_count = peer_out_count(op, count, nranks);
   for (size_t i = 0; i < out_count; ++i) out[i] = nanf("");
   if (op == PEER_BROADCAST && rank != PEER_ROOT) return;
-  for (size_t i = 0; i < count; ++i) in[i] = peer_input(rank, i);
+  const size_t in_count = peer_in_count(op, count, nranks);
+  for (size_t i = 0; i < in_count; ++i) in[i] = peer_input(rank, i);
 }
 
-static int64_t peer_count_wrong(enum peer_op op, int nranks, size_t count, const float* out) {
+static int64_t peer_count_wrong(enum peer_op op, int rank, int nranks, size_t count,
+                                const float* out) {
   int64_t wrong = 0;
   const size_t out_count = peer_out_count(op, count, nranks);
-  for (size_t i = 0; i < out_count; ++i) wrong += out[i] != peer_expected(op, nranks, count, i);
+  for (size_t i = 0; i < out_count; ++i)
+    wrong += out[i] != peer_expected(op, rank, nranks, count, i);
   return wrong;
 }
 
@@ -152,11 +189,13 @@ static double peer_time_us(void (*run)(void*), void (*barrier)(void*), void* ctx
   return median;
 }
 
-/* Writes hcomm-bench's JSON shape: {"results":[{...}, ...]}, "count" being the elements each rank
- * sends. Call with first=1, then 0 for each further result, then peer_json_end. */
+/* Writes hcomm-bench's JSON shape: {"results":[{...}, ...]}, "bytes" the larger of one rank's
+ * buffers and "count" the count argument (per block for the block ops). Call with first=1, then
+ * 0 for each further result, then peer_json_end. */
 static void peer_json_result(FILE* f, int first, const struct peer_args* a, size_t count,
                              int nranks, const char* algo, double time_us, int64_t wrong) {
-  const size_t bytes = peer_out_count(a->op, count, nranks) * sizeof(float);
+  const size_t in = peer_in_count(a->op, count, nranks), out = peer_out_count(a->op, count, nranks);
+  const size_t bytes = (in > out ? in : out) * sizeof(float);
   fprintf(f,
           "%s{\"op\":\"%s\",\"dtype\":\"float32\",\"bytes\":%zu,\"count\":%zu,\"algo\":\"%s\","
           "\"time_us\":%.3f,\"wrong\":%lld}",
