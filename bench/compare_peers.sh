@@ -7,18 +7,35 @@
 #   -t MODE    transport compared: tcp (default: TCP loopback, hcomm, MPI and Gloo) or shm
 #              (shared memory, hcomm and MPI only: Gloo has no shared-memory transport)
 #   -r ROUNDS  rounds of alternating hcomm, MPI (and Gloo) runs, at least 3 (default 3)
-#   -n RANKS   ranks per run (default 2)
-#   -o OPS     comma-separated, of allreduce, broadcast, allgather (default: all three)
+#   -n RANKS   ranks per run (default 2; more ranks than cores works, just slower)
+#   -o OPS     comma-separated, of allreduce, broadcast, allgather, reduce_scatter, alltoall, or
+#              all for those five (default: allreduce,broadcast,allgather)
 #   -b MIN, -e MAX, -f FACTOR
 #              sizes in bytes: MIN, MIN*FACTOR, ... up to MAX, plus MAX, 64 KiB and 1 MiB when
-#              within MIN..MAX (default 8, 64 MiB, 8: 8 B, 64 B, ... 16 MiB, 64 KiB, 1 MiB, 64 MiB)
-#   -J FILE    also write the table's numbers as JSON
+#              within MIN..MAX (default 8, 64 MiB, 8: 8 B, 64 B, ... 16 MiB, 64 KiB, 1 MiB, 64 MiB).
+#              allgather, reduce_scatter and alltoall round each size down to whole blocks of
+#              RANKS floats (a multiple of 4*RANKS), as nccl-tests and hcomm-bench do, and leave
+#              out a size with no whole block (8 B on 4 ranks)
+#   -J FILE    also write every figure of the tables as JSON
 #
 # Installs what is missing (openmpi-bin libopenmpi-dev libgloo-dev python3), brings build/ up to
-# date (scripts/setup.sh), builds bench/build/mpi_bench (bench/peers/mpi_bench.c, mpicc) and
-# bench/build/gloo_bench (bench/peers/gloo_bench.cpp, -lgloo), then, per round, op and size, runs
-# hcomm-bench, mpi_bench and gloo_bench one after the other (starting with a different one each
-# round): alternating spreads a shared machine's slow spells over all three.
+# date (scripts/setup.sh), builds bench/build/mpi_bench (bench/peers/mpi_bench.c, mpicc),
+# bench/build/gloo_bench (bench/peers/gloo_bench.cpp, -lgloo) and bench/build/memcpy_bw
+# (bench/peers/memcpy_bw.c, gcc -O2), then, per round, op and size, runs hcomm-bench, mpi_bench
+# and gloo_bench one after the other (starting with a different one each round): alternating
+# spreads a shared machine's slow spells over all three.
+#
+# What each library runs: hcomm-bench OP; Open MPI MPI_Allreduce, MPI_Bcast, MPI_Allgather,
+# MPI_Reduce_scatter_block, MPI_Alltoall; Gloo allreduce ring, halving_doubling and bcube,
+# BroadcastOneToAll, AllgatherRing, ReduceScatterHalvingDoubling and gloo::alltoall (pairwise).
+# Sizes follow nccl-tests, as hcomm-bench defines them: the larger of one rank's send and receive
+# buffers. allgather: the receive buffer (RANKS blocks; each rank sends one); reduce_scatter: the
+# send buffer (RANKS blocks; rank r receives block r of the sum); alltoall: either buffer (RANKS
+# blocks, block q to and from rank q).
+# Gloo's alltoall over TCP loopback stalls once a peer's block passes 64 KiB (on the 2-core VM this
+# was written on, 2 ranks: 44 ms at 128 KiB, 0.35 s at 1 MiB, 10 s at 16 MiB; its other ops are
+# not affected), and at 64 MiB it exceeds Gloo's 30 s operation timeout, which shows as FAIL:
+# keep -e to a few MiB for alltoall over TCP.
 #
 # All three time alike (bench/peers/timing.h, tools/bench/runner.cpp): float32 sum, warm-up
 # iterations, a barrier, then iterations back to back, each timed alone; a run's time is the
@@ -27,7 +44,18 @@
 # element. The table (bench/peers/summarize.py) shows the median over rounds per library and
 # Gloo allreduce algorithm (ring, halving_doubling, bcube; bcube only for an even rank count),
 # the ratios hcomm/MPI and hcomm/best Gloo algorithm (> 1: hcomm is slower), and wrong elements
-# summed over rounds. Allgather sizes are the whole receive buffer, as in nccl-tests.
+# summed over rounds (h/m/g: hcomm/MPI/Gloo).
+#
+# Each round also measures this machine's single-thread memcpy bandwidth (memcpy_bw) at every
+# size of the tables. Each table is headed by the CPU model (lscpu's Model name) and starts, after
+# the size, with memcpy_GB/s (median over rounds) and bound_us, the memory-bound time: the bytes
+# that must reach each rank from the others, F x size, at that memcpy bandwidth, each counted as
+# one memcpy. F is nccl-tests' bus factor: allreduce 2(n-1)/n, broadcast 1, allgather,
+# reduce_scatter and alltoall (n-1)/n. Over shared memory with a core per rank that is a
+# practical lower bound for a copy-based implementation; over TCP the same figure is printed, a
+# looser bound there (the kernel copies every byte at least twice); with more ranks than cores it
+# is not a bound (the ranks share the cores). The JSON (-J) has every figure of the tables, the CPU
+# model and the memcpy bandwidths.
 #
 # -t tcp: MPI runs with `--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1` (TCP over
 # loopback, no shared memory: the path hcomm's TCP transport takes), hcomm with
@@ -35,11 +63,9 @@
 # -t shm: MPI runs with `--mca btl self,vader --mca pml ob1` (vader: shared memory), hcomm with
 # HCOMM_TRANSPORT=auto (its shared-memory transport for ranks on one host). Gloo is skipped,
 # neither installed, built nor run (it has no shared-memory transport), so the table has no Gloo
-# columns. Each round first measures this machine's single-thread memcpy bandwidth
-# (bench/peers/memcpy_bw.c, built with gcc -O2 into bench/build/memcpy_bw) at every size of the
-# sweep from 64 KiB up (below, times are latency, not bandwidth). The allreduce table then adds
-# memcpy_GB/s (median over rounds) and, for hcomm and MPI, busbw/memcpy: the nccl-tests bus
-# bandwidth, BYTES / time * 2(RANKS-1)/RANKS, over that memcpy bandwidth (1: one core's memcpy).
+# columns. The allreduce table adds, from 64 KiB (below, times are latency, not bandwidth), for
+# hcomm and MPI, busbw/memcpy: the nccl-tests bus bandwidth, BYTES / time * 2(RANKS-1)/RANKS,
+# over the memcpy bandwidth at that size (1: one core's memcpy; = bound_us / time).
 #
 # A run that fails is shown with its command and output and marked FAIL, and the script exits 1,
 # as it does when any result is wrong. Each run's JSON stays in bench/build/runs/.
@@ -77,9 +103,11 @@ done
 ((rounds >= 3)) || usage_error "-r: at least 3 rounds, so that a median means something"
 ((factor >= 2 && min_bytes <= max_bytes)) || usage_error "need FACTOR >= 2 and MIN <= MAX"
 ((min_bytes % 4 == 0 && max_bytes % 4 == 0)) || usage_error "sizes are float32: multiples of 4"
+[[ $ops == all ]] && ops=allreduce,broadcast,allgather,reduce_scatter,alltoall
 IFS=, read -ra op_list <<<"$ops"
 for op in "${op_list[@]}"; do
-  [[ $op =~ ^(allreduce|broadcast|allgather)$ ]] || usage_error "unknown op $op"
+  [[ $op =~ ^(allreduce|broadcast|allgather|reduce_scatter|alltoall)$ ]] ||
+    usage_error "unknown op $op"
 done
 
 # The sweep, plus the sizes the README quotes, which a sweep by 8 from 8 would step over.
@@ -89,6 +117,27 @@ for b in 65536 1048576 "$max_bytes"; do
   ((b >= min_bytes && b <= max_bytes)) && sizes+=("$b")
 done
 mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -nu)
+# Each op's sizes: the block ops' rounded down to whole blocks of RANKS floats (nccl-tests'
+# rounding, which hcomm-bench applies too), so that all three libraries get the same count and
+# the table shows the bytes really moved; a size with no whole block is left out.
+declare -A op_sizes
+for op in "${op_list[@]}"; do
+  unit=4
+  [[ $op =~ ^(allgather|reduce_scatter|alltoall)$ ]] && unit=$((4 * ranks))
+  list=()
+  for b in "${sizes[@]}"; do
+    if ((b / unit == 0)); then
+      echo "compare_peers: $op: $b B holds no whole float per rank block on $ranks ranks;" \
+        "skipped" >&2
+    else
+      list+=($((b / unit * unit)))
+    fi
+  done
+  ((${#list[@]} > 0)) || usage_error "$op: no size of -b..-e holds $ranks floats"
+  op_sizes[$op]=$(printf '%s\n' "${list[@]}" | sort -nu | paste -sd,)
+done
+# The memcpy yardstick: every size of every table.
+mapfile -t memcpy_sizes < <(printf '%s\n' "${op_sizes[@]}" | tr , '\n' | sort -nu)
 
 # What each mode runs. hcomm's transport is set explicitly either way, so that -t tcp stays TCP
 # whatever hcomm's default; -t shm lets hcomm pick (shared memory for ranks on one host).
@@ -98,8 +147,6 @@ if [[ $transport == shm ]]; then
   hcomm_transport=auto
   # shellcheck disable=SC2054 # "self,vader" is one mpirun argument
   mpi_transport=(--mca btl self,vader --mca pml ob1)
-  memcpy_sizes=()  # the memcpy yardstick: every size of the sweep from 64 KiB up
-  for b in "${sizes[@]}"; do ((b >= 65536)) && memcpy_sizes+=("$b"); done
   echo "compare_peers: -t shm: Gloo has no shared-memory transport; it is skipped" >&2
 else
   libs=(hcomm mpi gloo)
@@ -107,7 +154,6 @@ else
   hcomm_transport=tcp
   # shellcheck disable=SC2054 # "self,tcp" is one mpirun argument
   mpi_transport=(--mca btl self,tcp --mca btl_tcp_if_include lo --mca pml ob1)
-  memcpy_sizes=()
 fi
 
 bench_dir=$(cd "$(dirname "$0")" && pwd)
@@ -142,7 +188,7 @@ if [[ $transport == tcp ]] &&
   [[ ! $out/gloo_bench -nt $peers/gloo_bench.cpp || ! $out/gloo_bench -nt $peers/timing.h ]]; then
   g++ -O2 -std=c++17 -Wall -Wextra "$peers/gloo_bench.cpp" -lgloo -pthread -o "$out/gloo_bench"
 fi
-if [[ $transport == shm && ! $out/memcpy_bw -nt $peers/memcpy_bw.c ]]; then
+if [[ ! $out/memcpy_bw -nt $peers/memcpy_bw.c ]]; then
   gcc -O2 -Wall -Wextra "$peers/memcpy_bw.c" -o "$out/memcpy_bw"
 fi
 
@@ -195,7 +241,7 @@ measure_memcpy() {
 for ((round = 1; round <= rounds; ++round)); do
   for bytes in "${memcpy_sizes[@]}"; do measure_memcpy "$bytes" "$round"; done
   for op in "${op_list[@]}"; do
-    for bytes in "${sizes[@]}"; do
+    for bytes in ${op_sizes[$op]//,/ }; do
       # Each round starts with another library, so none always runs first (or after another).
       for ((k = 0; k < ${#libs[@]}; ++k)); do
         run "${libs[(round + k) % ${#libs[@]}]}" "$op" "$bytes" "$round"
@@ -205,9 +251,10 @@ for ((round = 1; round <= rounds; ++round)); do
   echo "round $round/$rounds done" >&2
 done
 
-summary_args=(--runs "$runs" --rounds "$rounds" --ranks "$ranks" --ops "$ops")
-[[ $transport == tcp ]] || summary_args+=(--transport "$transport"
-  --memcpy "$(IFS=,; echo "${memcpy_sizes[*]}")")
+cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+summary_args=(--runs "$runs" --rounds "$rounds" --ranks "$ranks" --ops "$ops"
+  --transport "$transport" --memcpy "$(IFS=,; echo "${memcpy_sizes[*]}")" --cpu "${cpu:-unknown}")
+for op in "${op_list[@]}"; do summary_args+=(--op-sizes "$op=${op_sizes[$op]}"); done
 [[ -z $summary_json ]] || summary_args+=(--json "$summary_json")
-python3 "$peers/summarize.py" "${summary_args[@]}" "${sizes[@]}" || status=1
+python3 "$peers/summarize.py" "${summary_args[@]}" || status=1
 exit $status
