@@ -32,10 +32,10 @@
 # buffers. allgather: the receive buffer (RANKS blocks; each rank sends one); reduce_scatter: the
 # send buffer (RANKS blocks; rank r receives block r of the sum); alltoall: either buffer (RANKS
 # blocks, block q to and from rank q).
-# Gloo's alltoall over TCP loopback stalls once a peer's block passes 64 KiB (on the 2-core VM this
-# was written on, 2 ranks: 44 ms at 128 KiB, 0.35 s at 1 MiB, 10 s at 16 MiB; its other ops are
-# not affected), and at 64 MiB it exceeds Gloo's 30 s operation timeout, which shows as FAIL:
-# keep -e to a few MiB for alltoall over TCP.
+# Gloo's alltoall over TCP loopback stalls from 64 KiB blocks on (on the 2-core VM this was
+# written on, 2 ranks: 44 ms at 128 KiB, 0.35 s at 1 MiB, 10 s at 16 MiB; its other ops are not
+# affected), and at 64 MiB it exceeds Gloo's 30 s operation timeout, which shows as FAIL: keep -e
+# to a few MiB for alltoall over TCP.
 #
 # All three time alike (bench/peers/timing.h, tools/bench/runner.cpp): float32 sum, warm-up
 # iterations, a barrier, then iterations back to back, each timed alone; a run's time is the
