@@ -205,7 +205,7 @@ def print_heading(op, args):
           f"median of {args.rounds} rounds (us)")
     print(f"CPU: {args.cpu}; memcpy_GB/s: single-thread memcpy bandwidth at that size "
           "(median of rounds)")
-    tcp = ("; over TCP a looser bound (the kernel copies each byte twice)"
+    tcp = ("; over TCP a looser bound (the kernel copies each byte at least twice)"
            if args.transport == "tcp" else "")
     print(f"bound_us: memory-bound time: the bytes each rank must receive, {BOUND_FACTOR[op][1]},"
           f" at that memcpy bandwidth{tcp}")
