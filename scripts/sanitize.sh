@@ -38,6 +38,11 @@ for run in "${runs[@]}"; do
       export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=0
       export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitizers/ubsan.supp
       export LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0
+      # hwloc's PCI discovery (its hwloc_pci plugin, through libpciaccess) leaks about 1 KB on
+      # some machines, and hwloc unloads the plugin before the leak check, so the leak's frames
+      # are "<unknown module>" and no suppression can name them. PCI locality is not what these
+      # runs test: the plugin is left out (hwloc still sees cores, NUMA nodes and NICs).
+      export HWLOC_COMPONENTS=-pci
       ctest --test-dir build-asan --output-on-failure --timeout 900 -j2 -L '^unit$' \
         -E "$glibc_allocator_cases" || status=1
       ctest --test-dir build-asan --output-on-failure --timeout 900 -L '^integration$' || status=1
