@@ -102,7 +102,13 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
                                    deadline);
   for (auto phase : dataplane::CreationPhases::all()) {
     Status st = (phases.*phase)();
-    if (!st.ok()) return st;
+    if (st.ok()) continue;
+    // The store goes with rank 0's runtime: on a launching mistake it first waits (a second at
+    // most) until the other processes, this one's own client aside, have read it and gone, so
+    // that each of them reports the mistake rather than a lost connection.
+    if (cfg.rank == 0 && !phases.posted_launch_error().ok())
+      runtime->linger_store(root->port, 1, Clock::now() + std::chrono::seconds(1));
+    return st;
   }
   attach_mr_caches(*runtime);  // the RDMA devices just opened get their cache's actor
 

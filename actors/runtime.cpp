@@ -1,5 +1,8 @@
 #include "actors/runtime.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -92,6 +95,19 @@ Expected<uint16_t> Runtime::host_extra_store(const std::string& host) {
   HCOMM_LOG(info, core::log::kBoot, "rendezvous store listening on %s:%u", host.c_str(),
             static_cast<unsigned>(port));
   return port;
+}
+
+void Runtime::linger_store(uint16_t port, size_t keep,
+                           std::chrono::steady_clock::time_point deadline) {
+  const bootstrap::StoreServer* server = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(store_mutex_);
+    if (store_ && store_->port() == port) server = store_.get();
+  }
+  // The store lives as long as this runtime, which the caller holds.
+  while (server != nullptr && server->clients() > keep &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 Status Runtime::host_store(const std::string& host, uint16_t port) {

@@ -47,6 +47,11 @@ class Runtime {
   /// Starts the rendezvous store on host:port unless this process already hosts it (or an
   /// extra store on that port).
   Status host_store(const std::string& host, uint16_t port);
+  /// Waits (until `deadline`) while the store this process hosts on `port` has more than
+  /// `keep` clients connected: a root whose creation failed on a launching mistake keeps the
+  /// mistake readable until the other processes have read it and gone. Returns at once when it
+  /// hosts no store on `port`.
+  void linger_store(uint16_t port, size_t keep, std::chrono::steady_clock::time_point deadline);
   /// Starts another rendezvous store on host and an ephemeral port (Communicator::shrink(),
   /// whose survivors may have lost rank 0's); returns the port. It lives as long as the runtime.
   Expected<uint16_t> host_extra_store(const std::string& host);

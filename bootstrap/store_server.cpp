@@ -88,6 +88,7 @@ void StoreServer::Impl::run() {
     expire_greetings(Clock::now());
     drain_runnable();
     sweep();
+    open_connections.store(conns.size(), std::memory_order_relaxed);
   }
   for (auto& [id, c] : conns) close(c.fd);
   conns.clear();
@@ -343,6 +344,10 @@ StoreServer::~StoreServer() {
   (void)r;
   if (impl_->thread.joinable()) impl_->thread.join();
   HCOMM_LOG(info, ::hcomm::core::log::kBoot, "rendezvous store %s stopped", impl_->addr.c_str());
+}
+
+size_t StoreServer::clients() const {
+  return impl_->open_connections.load(std::memory_order_relaxed);
 }
 
 uint16_t StoreServer::port() const {

@@ -175,6 +175,9 @@ class StoreServer {
 
   /// The port it listens on (the chosen one when start() was given 0).
   uint16_t port() const;
+  /// How many client connections are open now (as of the serving thread's last pass). Any
+  /// thread.
+  size_t clients() const;
 
  private:
   struct Impl;

@@ -54,6 +54,8 @@ struct StoreServer::Impl {
   std::string addr;  ///< "host:port" it listens on, for messages
   std::atomic<bool> stop{false};
   std::thread thread;
+  /// How many client connections are open (conns.size() after each pass): for clients().
+  std::atomic<size_t> open_connections{0};
 
   // Serving-thread state.
   uint64_t next_id = 2;
