@@ -269,10 +269,21 @@ Status CreationPhases::make_slot_board() {
     const ProtocolCaps caps = p.protocol->caps();
     if (!caps.same_host_only || !caps.fails_only_with_process) return {};
   }
-  auto board = transport::shm::SlotBoard::establish(uid_, cfg_.rank, cfg_.world_size, deadline_);
-  if (!board.ok()) return board.status();
-  slot_board_ = std::move(board.value());
-  return {};
+  // In slices, as the rendezvous: a launching mistake another rank found meanwhile (rank 0
+  // then never makes the board) ends the wait at once.
+  for (;;) {
+    auto board = transport::shm::SlotBoard::establish(
+        uid_, cfg_.rank, cfg_.world_size,
+        std::min(deadline_, Clock::now() + std::chrono::milliseconds(200)));
+    if (board.ok()) {
+      slot_board_ = std::move(board.value());
+      return {};
+    }
+    if (board.status().code() != HCOMM_ERR_TIMEOUT || Clock::now() >= deadline_)
+      return board.status();
+    Status posted = launch_check_.posted_error();
+    if (!posted.ok()) return posted;
+  }
 }
 
 // ---- results
