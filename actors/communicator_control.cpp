@@ -100,15 +100,19 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
       std::to_string(runtime->next_generation(root->host + ":" + std::to_string(root->port))) + "/";
   dataplane::CreationPhases phases(cfg, *store.value(), prefix, local.value(), runtime->engine(),
                                    deadline);
+  // Every failure from here on. The store goes with rank 0's runtime: after a launching mistake
+  // it first waits (3 s at most) until the other processes, this one's own client aside, have
+  // read it and gone, so that each of them reports the mistake rather than a lost connection.
+  auto failed = [&](Status st) {
+    if (cfg.rank == 0 && !phases.posted_launch_error().ok()) {
+      HCOMM_LOG(debug, core::log::kInit, "keeping the rendezvous store until the others left");
+      runtime->linger_store(root->port, 1, Clock::now() + std::chrono::seconds(3));
+    }
+    return st;
+  };
   for (auto phase : dataplane::CreationPhases::all()) {
     Status st = (phases.*phase)();
-    if (st.ok()) continue;
-    // The store goes with rank 0's runtime: on a launching mistake it first waits (a second at
-    // most) until the other processes, this one's own client aside, have read it and gone, so
-    // that each of them reports the mistake rather than a lost connection.
-    if (cfg.rank == 0 && !phases.posted_launch_error().ok())
-      runtime->linger_store(root->port, 1, Clock::now() + std::chrono::seconds(1));
-    return st;
+    if (!st.ok()) return failed(st);
   }
   attach_mr_caches(*runtime);  // the RDMA devices just opened get their cache's actor
 
@@ -160,12 +164,18 @@ Expected<std::unique_ptr<CommunicatorControl>> CommunicatorControl::establish(co
   state->transports = std::move(transports);
   state->slot_board = phases.take_slot_board();
   std::unique_ptr<CommunicatorControl> control(new CommunicatorControl(std::move(state)));
-  // A little past the deadline: the links report their own timeouts with better messages.
-  if (!ready->wait_until(deadline + std::chrono::seconds(2)))
-    return Status{HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
-                                         std::to_string(cfg.connect_timeout.count()) + " ms"};
-  if (!ready->status().ok()) return ready->status();
-  if (Status late = phases.posted_launch_error(); !late.ok()) return late;
+  // A little past the deadline: the links report their own timeouts with better messages. In
+  // slices: a launching mistake posted meanwhile (a duplicate that reached the rendezvous late)
+  // ends the wait, as the links to a process that gave up would never come up.
+  const auto wait_end = deadline + std::chrono::seconds(2);
+  while (!ready->wait_until(std::min(wait_end, Clock::now() + std::chrono::milliseconds(200)))) {
+    if (Status late = phases.posted_launch_error(); !late.ok()) return failed(late);
+    if (Clock::now() >= wait_end)
+      return failed({HCOMM_ERR_TIMEOUT, "connecting to the peers did not finish within " +
+                                            std::to_string(cfg.connect_timeout.count()) + " ms"});
+  }
+  if (Status late = phases.posted_launch_error(); !late.ok()) return failed(late);
+  if (!ready->status().ok()) return failed(ready->status());
   if (!cfg.qos.is_default() || cfg.link_gbps > 0) {
     Status q = control->set_qos(cfg.qos);
     if (!q.ok()) return q;

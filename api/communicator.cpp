@@ -56,7 +56,12 @@ Expected<std::unique_ptr<Communicator>> Communicator::create(const Config& cfg) 
   auto impl = std::make_unique<CommunicatorImpl>(cfg, std::move(control.value()), forced.value(),
                                                  std::move(order));
   st = impl->calibrate();
-  if (!st.ok()) return st;
+  if (!st.ok()) {
+    // A peer that gave up on a launching mistake (a duplicate rank posted late) fails the
+    // calibration: the mistake, which the observer finds in the store, is what to report.
+    Status mistake = impl->launch_error_within(std::chrono::milliseconds(500));
+    return mistake.ok() ? st : mistake;
+  }
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

@@ -212,6 +212,15 @@ Work CommunicatorImpl::submit(collectives::OperationPtr op, bool caller_waits) {
   return work;
 }
 
+Status CommunicatorImpl::launch_error_within(std::chrono::milliseconds wait) const {
+  if (!trace_) return {};
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!trace_->launch_error_found() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!trace_->launch_error_found()) return {};
+  return {HCOMM_ERR_INVALID_ARG, trace_->launch_error()};
+}
+
 void CommunicatorImpl::start_locked(collectives::OperationPtr op, bool caller_waits) {
   const bool collective = collectives::is_collective(op->kind);
   const uint64_t bytes = op->agreed_bytes();

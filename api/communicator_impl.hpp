@@ -69,6 +69,10 @@ class CommunicatorImpl {
   const std::vector<int>& ring_order() const { return ring_order_; }
   /// Measures the link and reduction costs the selector uses (collective; see calibration.cpp).
   Status calibrate();
+  /// The launching mistake (HCOMM_ERR_INVALID_ARG) a late duplicate posted, as the observer
+  /// finds it within `wait`; OK when none shows. For a creation that failed after the
+  /// rendezvous: a peer that gave up on such a mistake must be reported as the mistake.
+  Status launch_error_within(std::chrono::milliseconds wait) const;
   /// Communicator::abort(): fails what runs and everything submitted later.
   void abort(const std::string& reason);
   /// A send or receive of `bytes` bytes with `peer` on hcomm's own tag (kReservedTag), for
