@@ -45,7 +45,7 @@ table inet chaosm {
   chain out { type filter hook output priority 0; oifname "mgmt" drop; }
 }
 EOF
-workload=(-b 64M -n 16 -d random -a ring)
+workload=(-b 64M -n 12 -d random -a ring)
 
 # chaos LOG ARGS...: hcomm-chaos on both hosts, bounded.
 chaos() {
