@@ -264,7 +264,10 @@ bool ShmLink::poll() {
 
 bool ShmLink::prepare_sleep() {
   if (!is_up()) return true;
-  if (incoming_.held()) return false;  // its hold ends without anyone ringing
+  // A held frame waits for its receive, whose post wakes the engine or comes from a caller
+  // driving it: the engine sleeps meanwhile (max_sleep_ms()) rather than spin on the ring, which
+  // would take a core from the very thread that is about to post it.
+  if (incoming_.held()) return true;
   RingControl& in = segment_.control(in_);
   RingControl& out = segment_.control(out_);
   in.consumer_sleeping.store(1, std::memory_order_relaxed);
@@ -277,6 +280,13 @@ bool ShmLink::prepare_sleep() {
   if (!sendq_.empty() && out_tail_ - out.head.load(std::memory_order_relaxed) < kCells)
     return false;
   return true;
+}
+
+int ShmLink::max_sleep_ms() const {
+  if (!incoming_.held()) return -1;
+  const auto left = incoming_.hold_deadline() - Clock::now();
+  return static_cast<int>(
+      std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
 }
 
 void ShmLink::on_events(int /*fd*/, uint32_t /*events*/) {

@@ -43,6 +43,8 @@ class ShmLink final : public MediumLink, public Poller, public FdHandler {
   // Poller
   bool poll() override;
   bool prepare_sleep() override;
+  /// While a frame is held the engine may sleep, but no longer than its hold.
+  int max_sleep_ms() const override;
   // FdHandler (the doorbell)
   void on_events(int fd, uint32_t events) override;
 
